@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// tensor: a dtype, a shape and a reference-counted buffer (or borrowed memory). Copies share the
+// buffer, as TensorFlow's Tensor does. Typed access is checked and returns a status on misuse.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <string>
+
+#include <typeflow/core/buffer.hpp>
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+
+namespace typeflow {
+
+// Row-major Eigen views of tensor data, as TensorFlow's kernels use them.
+template <class T, int Rank>
+using eigen_tensor_map = Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Aligned>;
+template <class T, int Rank>
+using eigen_const_tensor_map =
+    Eigen::TensorMap<Eigen::Tensor<const T, Rank, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Aligned>;
+
+class tensor {
+ public:
+  // An empty f32 scalar with no storage; valid() is false.
+  tensor() = default;
+
+  // Checks that `s` can be the shape of a tensor holding `type`: defined, and small enough.
+  static status check_allocatable(dtype type, const typeflow::shape& s) {
+    if (!is_valid(type)) return errors::invalid_argument("invalid dtype code ", static_cast<int>(type));
+    if (!s.is_fully_defined())
+      return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": a dimension is unknown");
+    std::int64_t n = 1;
+    for (auto d : s) {
+      if (d < 0) return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": negative dimension");
+      if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d / 8)
+        return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": too many elements");
+      n *= d;
+    }
+    return ok_status();
+  }
+
+  // A tensor with fresh, uninitialised, 64-byte aligned storage from the default allocator.
+  static result<tensor> allocate(dtype type, const typeflow::shape& s) {
+    if (auto st = check_allocatable(type, s); !st.ok()) return st;
+    const std::size_t bytes = static_cast<std::size_t>(s.num_elements()) * size_of(type);
+    buffer* b = buffer::allocate(bytes);
+    if (!b) return errors::resource_exhausted("out of memory allocating ", bytes, " bytes for ", name_of(type), s);
+    return tensor(buffer_ref(b), b->data(), type, s);
+  }
+
+  // Storage from an allocator type (memory/): anything with allocate(bytes, alignment) -> result<void*>
+  // and deallocate(void*, bytes). The allocator must outlive the tensor.
+  template <class Allocator>
+  static result<tensor> allocate(Allocator& allocator, dtype type, const typeflow::shape& s) {
+    if (auto st = check_allocatable(type, s); !st.ok()) return st;
+    const std::size_t bytes = static_cast<std::size_t>(s.num_elements()) * size_of(type);
+    auto p = allocator.allocate(bytes, default_alignment);
+    if (!p.ok()) return std::move(p).take_status();
+    buffer* b = buffer::adopt(*p, bytes,
+                              {[](void* ctx, void* d, std::size_t n) { static_cast<Allocator*>(ctx)->deallocate(d, n); },
+                               &allocator});
+    return tensor(buffer_ref(b), *p, type, s);
+  }
+
+  // A tensor over memory it does not own (an arena slot, a user's array). The memory must stay
+  // valid while the tensor or any copy of it is used.
+  static tensor borrow(void* data, dtype type, const typeflow::shape& s) { return tensor(buffer_ref(), data, type, s); }
+
+  // A tensor holding `values` in the given shape (a 1-D shape when none is given).
+  template <element_type T>
+  static result<tensor> from_values(std::span<const T> values, const typeflow::shape& s) {
+    if (!s.is_fully_defined() || s.num_elements() != static_cast<std::int64_t>(values.size()))
+      return errors::invalid_argument("tensor::from_values: ", values.size(), " values do not fill shape ", s);
+    auto t = allocate(dtype_of<T>, s);
+    if (!t.ok()) return t;
+    std::copy(values.begin(), values.end(), static_cast<T*>(t->data()));
+    return t;
+  }
+  template <element_type T>
+  static result<tensor> from_values(std::initializer_list<T> values, const typeflow::shape& s) {
+    return from_values<T>(std::span<const T>(values.begin(), values.size()), s);
+  }
+  template <element_type T>
+  static result<tensor> from_values(std::initializer_list<T> values) {
+    return from_values<T>(values, typeflow::shape{static_cast<std::int64_t>(values.size())});
+  }
+  template <element_type T>
+  static result<tensor> scalar(T value) {
+    return from_values<T>(std::span<const T>(&value, 1), typeflow::shape{});
+  }
+
+  // A tensor filled with `value`.
+  template <element_type T>
+  static result<tensor> filled(const typeflow::shape& s, T value) {
+    auto t = allocate(dtype_of<T>, s);
+    if (!t.ok()) return t;
+    std::fill_n(static_cast<T*>(t->data()), t->num_elements(), value);
+    return t;
+  }
+
+  bool valid() const noexcept { return data_ != nullptr || num_elements() == 0; }
+  typeflow::dtype dtype() const noexcept { return type_; }
+  const typeflow::shape& shape() const noexcept { return shape_; }
+  tensor_spec spec() const noexcept { return {type_, shape_}; }
+  std::size_t rank() const noexcept { return shape_.rank(); }
+  std::int64_t dim(std::size_t i) const noexcept { return shape_[i]; }
+  std::int64_t num_elements() const noexcept { return shape_.num_elements(); }
+  std::size_t bytes() const noexcept { return static_cast<std::size_t>(num_elements()) * size_of(type_); }
+  void* data() const noexcept { return data_; }
+  // True when the tensor owns (a share of) its buffer rather than borrowing memory.
+  bool owns_buffer() const noexcept { return static_cast<bool>(buffer_); }
+  // How many tensors share this buffer (0 for borrowed memory): a kernel may reuse an input's
+  // buffer for its output when this is 1.
+  long use_count() const noexcept { return buffer_ ? buffer_->use_count() : 0; }
+
+  // The same data under another shape with the same number of elements (no copy).
+  result<tensor> reshaped(const typeflow::shape& s) const {
+    if (!s.is_fully_defined() || s.num_elements() != num_elements())
+      return errors::invalid_argument("cannot reshape a tensor of shape ", shape_, " (", num_elements(),
+                                      " elements) to ", s);
+    tensor t = *this;
+    t.shape_ = s;
+    return t;
+  }
+
+  // Checked typed access: a status when T is not the tensor's dtype.
+  template <element_type T>
+  status check_type() const {
+    if (dtype_of<T> != type_)
+      return errors::invalid_argument("tensor holds ", name_of(type_), ", accessed as ", name_of(dtype_of<T>));
+    return ok_status();
+  }
+  template <element_type T>
+  result<std::span<T>> values() const {
+    if (auto st = check_type<T>(); !st.ok()) return st;
+    return std::span<T>(static_cast<T*>(data_), static_cast<std::size_t>(num_elements()));
+  }
+  // Checked access to element i in flat, row-major order.
+  template <element_type T>
+  result<T> at(std::int64_t i) const {
+    if (auto st = check_type<T>(); !st.ok()) return st;
+    if (i < 0 || i >= num_elements())
+      return errors::out_of_range("element ", i, " of a tensor of shape ", shape_, " (", num_elements(), " elements)");
+    return static_cast<const T*>(data_)[i];
+  }
+  // Checked Eigen view with the given rank.
+  template <element_type T, int Rank>
+  result<eigen_tensor_map<T, Rank>> eigen() const {
+    if (auto st = check_type<T>(); !st.ok()) return st;
+    if (static_cast<int>(rank()) != Rank)
+      return errors::invalid_argument("tensor of shape ", shape_, " has rank ", rank(), ", accessed with rank ", Rank);
+    return unchecked_eigen<T, Rank>();
+  }
+
+  // Unchecked access, for kernels whose inputs were checked by shape inference.
+  template <class T>
+  T* unchecked_data() const noexcept { return static_cast<T*>(data_); }
+  template <class T>
+  std::span<T> unchecked_values() const noexcept {
+    return {static_cast<T*>(data_), static_cast<std::size_t>(num_elements())};
+  }
+  template <class T, int Rank>
+  eigen_tensor_map<T, Rank> unchecked_eigen() const noexcept {
+    Eigen::array<Eigen::DenseIndex, Rank> d{};
+    for (int i = 0; i < Rank; ++i) d[i] = shape_[static_cast<std::size_t>(i)];
+    return eigen_tensor_map<T, Rank>(static_cast<T*>(data_), d);
+  }
+  // The tensor as a flat 1-D Eigen map of all its elements.
+  template <class T>
+  eigen_tensor_map<T, 1> unchecked_flat() const noexcept {
+    return eigen_tensor_map<T, 1>(static_cast<T*>(data_), num_elements());
+  }
+  // The tensor as [product of dims before `axis`, product of dims from `axis`].
+  template <class T>
+  eigen_tensor_map<T, 2> unchecked_flat_outer(std::size_t axis) const noexcept {
+    return eigen_tensor_map<T, 2>(static_cast<T*>(data_), shape_.product(0, axis), shape_.product(axis, rank()));
+  }
+
+  // A deep copy with its own buffer.
+  result<tensor> clone() const {
+    auto t = allocate(type_, shape_);
+    if (!t.ok()) return t;
+    if (bytes() != 0) std::memcpy(t->data(), data_, bytes());
+    return t;
+  }
+
+  // "f32[2, 3]"
+  std::string to_string() const { return spec().to_string(); }
+  void append_to(detail::text& out) const { spec().append_to(out); }
+
+ private:
+  tensor(buffer_ref b, void* data, typeflow::dtype type, const typeflow::shape& s)
+      : buffer_(std::move(b)), data_(data), type_(type), shape_(s) {}
+
+  buffer_ref buffer_;
+  void* data_ = nullptr;
+  typeflow::dtype type_ = typeflow::dtype::f32;
+  typeflow::shape shape_{};
+};
+
+} // namespace typeflow

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// cpu: the calling thread, Eigen's DefaultDevice, the default aligned allocator.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstdint>
+#include <string_view>
+
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/device/device.hpp>
+
+namespace typeflow {
+
+class cpu {
+ public:
+  static constexpr std::string_view device_type = "CPU";
+  std::string_view name() const noexcept { return "/job:localhost/replica:0/task:0/device:CPU:0"; }
+  int num_threads() const noexcept { return 1; }
+
+  const Eigen::DefaultDevice& eigen() const noexcept { return eigen_; }
+
+  result<tensor> allocate(dtype type, const shape& s) { return tensor::allocate(type, s); }
+
+  // Runs f(first, last) over [0, n) on the calling thread; cost_per_unit (cycles) is ignored.
+  template <class F>
+  void parallel_for(std::int64_t n, double /*cost_per_unit*/, F&& f) const {
+    if (n > 0) f(std::int64_t{0}, n);
+  }
+
+ private:
+  Eigen::DefaultDevice eigen_;
+};
+
+} // namespace typeflow

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// Forward declarations of typeflow's public types, and the version.
+#pragma once
+
+#include <cstdint>
+
+#define TYPEFLOW_VERSION_MAJOR 0
+#define TYPEFLOW_VERSION_MINOR 1
+#define TYPEFLOW_VERSION_PATCH 0
+
+namespace typeflow {
+
+// core/
+enum class status_code : std::uint8_t;
+class status;
+template <class T> class result;
+enum class dtype : std::uint8_t;
+struct shape;
+template <std::int64_t... Dims> struct static_shape;
+struct tensor_spec;
+class tensor;
+
+// device/
+class cpu;
+class thread_pool;
+
+// kernels/
+template <class Device> struct kernel_context;
+
+// registry/
+template <class... KernelLists> struct registry;
+
+} // namespace typeflow

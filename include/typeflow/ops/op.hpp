@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// The op concept. An op is a struct: its name and arity are static members, its attributes are
+// data members (public, so an op value can be a template argument), and its dtype and shape
+// inference are constexpr member functions, run at compile time for static graphs and at run
+// time for tensors. Ops know nothing of devices; kernels (kernels/) implement them.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+
+namespace typeflow {
+
+// num_inputs of an op that takes one or more inputs (concat).
+inline constexpr int variadic = -1;
+
+// Satisfied by ops::add (two inputs, dtype and shape inference); not by `float`.
+template <class Op>
+concept op = requires(const Op& o, std::span<const dtype> dtypes, std::span<const shape> shapes) {
+  { Op::name } -> std::convertible_to<std::string_view>;
+  { Op::num_inputs } -> std::convertible_to<int>;
+  { o.infer_dtype(dtypes) } -> std::same_as<result<dtype>>;
+  { o.infer_shape(shapes) } -> std::same_as<result<shape>>;
+};
+
+// The number of inputs an op instance takes: its fixed arity, or any count >= 1 when variadic.
+template <op Op>
+constexpr status check_arity(std::size_t count) {
+  if constexpr (Op::num_inputs == variadic) {
+    if (count == 0) return errors::invalid_argument(Op::name, ": expects at least 1 input, got 0");
+  } else {
+    if (count != static_cast<std::size_t>(Op::num_inputs))
+      return errors::invalid_argument(Op::name, ": expects ", Op::num_inputs, " input",
+                                      Op::num_inputs == 1 ? "" : "s", ", got ", count);
+  }
+  return ok_status();
+}
+
+// Full inference for one op application: arity, then dtypes, then shapes. Messages start with
+// the op's name. Works at compile time and at run time.
+template <op Op>
+constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> inputs) {
+  if (auto st = check_arity<Op>(inputs.size()); !st.ok()) return st;
+  std::array<dtype, 16> dtypes_small{};
+  std::array<shape, 16> shapes_small{};
+  if (inputs.size() > dtypes_small.size())
+    return errors::invalid_argument(Op::name, ": at most ", dtypes_small.size(), " inputs are supported, got ",
+                                    inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    dtypes_small[i] = inputs[i].type;
+    shapes_small[i] = inputs[i].dims;
+  }
+  auto d = o.infer_dtype(std::span<const dtype>(dtypes_small.data(), inputs.size()));
+  if (!d.ok()) return d.status();
+  auto s = o.infer_shape(std::span<const shape>(shapes_small.data(), inputs.size()));
+  if (!s.ok()) return s.status();
+  return tensor_spec{*d, *s};
+}
+
+// The dtype a kernel is chosen by: that of input 0, or of the output for ops with no inputs.
+template <op Op>
+constexpr dtype kernel_dtype(std::span<const tensor_spec> inputs, const tensor_spec& output) {
+  return inputs.empty() ? output.type : inputs[0].type;
+}
+
+} // namespace typeflow

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// The umbrella header: core types, every op, the CPU kernels, the registry, the host device
+// policies and eager calls. It only includes.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <typeflow/core/compile_error.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/int_list.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/device/cpu.hpp>
+#include <typeflow/device/device.hpp>
+#include <typeflow/device/thread_pool.hpp>
+#include <typeflow/kernels/cpu/kernel_list.hpp>
+#include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/op.hpp>
+#include <typeflow/ops/static_infer.hpp>
+#include <typeflow/ops/unary.hpp>
+#include <typeflow/registry/default_registry.hpp>
+#include <typeflow/registry/registry.hpp>
+#include <typeflow/runtime/call.hpp>

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared by the unit tests: the device policies every test body runs on, seeded random tensors,
+// and comparison against plain-loop references with an explicit tolerance.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <typeflow/typeflow.hpp>
+
+namespace typeflow::test {
+
+// TEMPLATE_LIST_TEST_CASE(..., test::device_policies): each body runs on both host policies.
+using device_policies = std::tuple<cpu, thread_pool>;
+
+// A fresh policy of type D; thread_pool gets 2 threads so the parallel paths are exercised.
+template <class D>
+D make_device() {
+  if constexpr (std::is_same_v<D, thread_pool>) return D(2);
+  else return D();
+}
+
+// Element values as double, for references and comparisons.
+template <class T>
+double to_double(T v) { return static_cast<double>(static_cast<float>(v)); }
+inline double to_double(double v) { return v; }
+
+// A tensor of `s` with values uniform in [lo, hi] (integers: inclusive), from a fixed seed.
+template <class T>
+tensor random_tensor(const shape& s, std::uint64_t seed, double lo = -2.0, double hi = 2.0) {
+  std::mt19937_64 rng(seed);
+  auto made = tensor::allocate(dtype_of<T>, s);
+  REQUIRE(made.ok());
+  tensor t = *made;
+  auto v = t.unchecked_values<T>();
+  for (auto& x : v) {
+    if constexpr (std::is_same_v<T, bool>) x = (rng() & 1) != 0;
+    else if constexpr (std::is_integral_v<T>)
+      x = static_cast<T>(std::uniform_int_distribution<std::int64_t>(static_cast<std::int64_t>(lo),
+                                                                     static_cast<std::int64_t>(hi))(rng));
+    else x = static_cast<T>(std::uniform_real_distribution<double>(lo, hi)(rng));
+  }
+  return t;
+}
+
+// The tensor's elements as doubles (row-major).
+template <class T>
+std::vector<double> as_doubles(const tensor& t) {
+  std::vector<double> out;
+  for (auto x : t.unchecked_values<T>()) out.push_back(to_double(x));
+  return out;
+}
+
+// Relative-plus-absolute tolerance per element type: |a - b| <= tol * (1 + |b|).
+template <class T>
+constexpr double default_tolerance() {
+  if constexpr (std::is_same_v<T, Eigen::half>) return 2e-2;
+  else if constexpr (std::is_same_v<T, Eigen::bfloat16>) return 2e-1;
+  else if constexpr (std::is_same_v<T, float>) return 1e-5;
+  else if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else return 0.0;  // integers and bool: exact
+}
+
+// Checks that `actual` has the dtype of T, shape `s`, and elements within tol of `expected`.
+// NaNs must match NaNs; infinities must match exactly.
+template <class T>
+void require_close(const tensor& actual, const shape& s, const std::vector<double>& expected,
+                   double tol = default_tolerance<T>()) {
+  REQUIRE(actual.dtype() == dtype_of<T>);
+  REQUIRE(actual.shape() == s);
+  REQUIRE(expected.size() == static_cast<std::size_t>(actual.num_elements()));
+  const auto v = actual.unchecked_values<T>();
+  std::size_t bad = 0;
+  std::size_t first_bad = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double a = to_double(v[i]);
+    const double e = expected[i];
+    bool ok;
+    if (std::isnan(e)) ok = std::isnan(a);
+    else if (std::isinf(e)) ok = a == e;
+    else ok = std::abs(a - e) <= tol * (1.0 + std::abs(e));
+    if (!ok && bad++ == 0) first_bad = i;
+  }
+  if (bad != 0) {
+    INFO(bad << " mismatches; the first at flat index " << first_bad << ": got " << to_double(v[first_bad])
+              << ", expected " << expected[first_bad] << " (tolerance " << tol << ")");
+    REQUIRE(bad == 0);
+  }
+}
+
+// Checks that a result failed with `code` and that its message contains `fragment`.
+template <class R>
+void require_error(const R& r, status_code code, const std::string& fragment) {
+  INFO("status: " << r.status().to_string());
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.status().code() == code);
+  REQUIRE(std::string(r.status().message()).find(fragment) != std::string::npos);
+}
+
+// Row-major strides of a shape, for references that index N-d tensors by hand.
+inline std::vector<std::int64_t> strides_of(const shape& s) {
+  std::vector<std::int64_t> st(s.rank(), 1);
+  for (std::size_t i = s.rank(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+}  // namespace typeflow::test
