@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""check.py CASE.cpp COMPILER ARGS...
+
+Compiles CASE.cpp (syntax only) and passes when the compiler rejects it with a message containing
+every line of the case's `// expect: ...` comments. A case that compiles is a failure: the error it
+guards against would reach users as silent wrong behaviour or as an unreadable message.
+"""
+import subprocess
+import sys
+
+case, cmd = sys.argv[1], sys.argv[2:]
+with open(case, encoding="utf-8") as f:
+    expected = [line.split("// expect:", 1)[1].strip() for line in f if line.startswith("// expect:")]
+if not expected:
+    sys.exit(f"{case}: no '// expect:' line says what the error must contain")
+
+proc = subprocess.run(cmd + [case], capture_output=True, text=True)
+output = proc.stdout + proc.stderr
+if proc.returncode == 0:
+    sys.exit(f"{case}: compiled, but it must not")
+missing = [e for e in expected if e not in output]
+if missing:
+    print(output[-6000:])
+    sys.exit(f"{case}: the compiler's message lacks: {missing}")
+print(f"{case}: rejected as expected")

@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# run.sh SOURCE_ROOT WORK_DIR
+# Installs typeflow into WORK_DIR/prefix and builds test/consumer/main.cpp twice: against the
+# installed package through pkg-config, and with typeflow as a Meson subproject.
+set -eu
+src=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+
+echo "== install"
+meson setup "$work/build" "$src" --prefix "$work/prefix" --libdir lib \
+  -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled >"$work/setup.log"
+meson install -C "$work/build" >"$work/install.log"
+
+echo "== pkg-config consumer"
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+cflags=$(pkg-config --cflags typeflow)
+libs=$(pkg-config --libs typeflow)
+# shellcheck disable=SC2086
+${CXX:-c++} $cflags "$src/test/consumer/main.cpp" -o "$work/consumer-pkgconfig" $libs
+"$work/consumer-pkgconfig"
+
+echo "== subproject consumer"
+mkdir -p "$work/sub/subprojects"
+cp "$src/test/consumer/subproject/meson.build" "$src/test/consumer/main.cpp" "$work/sub/"
+ln -s "$src" "$work/sub/subprojects/typeflow"
+meson setup "$work/sub/build" "$work/sub" >"$work/sub-setup.log"
+meson compile -C "$work/sub/build" >"$work/sub-compile.log"
+"$work/sub/build/consumer"
