@@ -17,7 +17,10 @@
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/kernel_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/conv.hpp>
 #include <typeflow/ops/op.hpp>
+#include <typeflow/ops/padding.hpp>
+#include <typeflow/ops/pool.hpp>
 #include <typeflow/ops/static_infer.hpp>
 #include <typeflow/ops/unary.hpp>
 #include <typeflow/registry/default_registry.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // exp has no kernel for bool on the CPU: the error names the op, the device, the dtype, and the
 // dtypes that do have a kernel.
-// expect: no kernel for op 'exp' on device CPU with dtype bool
+// expect: no kernel for op exp on device CPU with dtype bool
 // expect: this op has kernels on this device for: f16, bf16, f32, f64
 #include <typeflow/typeflow.hpp>
 

@@ -50,11 +50,11 @@ TEST_CASE("the first list that provides a kernel wins", "[registry]") {
 TEST_CASE("a missing kernel is described with the dtypes that exist", "[registry]") {
   constexpr auto text = tf::default_registry::missing_kernel_message<tf::ops::exp, tf::cpu, bool>;
   CHECK(text().view() ==
-        "no kernel for op 'exp' on device CPU with dtype bool; this op has kernels on this device for: f16, bf16, f32, f64");
+        "no kernel for op exp on device CPU with dtype bool; this op has kernels on this device for: f16, bf16, f32, f64");
   STATIC_REQUIRE(!tf::default_registry::has_kernel<tf::ops::exp, tf::cpu, bool>);
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::cast, tf::thread_pool, bool>);
   // An empty registry has nothing.
   STATIC_REQUIRE(!tf::registry<>::has_kernel<tf::ops::exp, tf::cpu, float>);
   CHECK(tf::registry<>::missing_kernel_message<tf::ops::exp, tf::cpu, float>().view() ==
-        "no kernel for op 'exp' on device CPU with dtype f32; this op has no kernel on this device for any dtype");
+        "no kernel for op exp on device CPU with dtype f32; this op has no kernel on this device for any dtype");
 }

@@ -56,11 +56,11 @@ struct registry {
   static constexpr bool has_kernel =
       decltype(boost::hana::is_just(find_family<Op, Device, T>()))::value;
 
-  // "no kernel for op 'exp' on device CPU (typeflow::cpu) with dtype bool; this op has kernels on
+  // "no kernel for op exp on device CPU with dtype bool; this op has kernels on
   //  this device for: f32, f64"
   template <class Op, class Device, class T>
   static constexpr detail::text missing_kernel_message() {
-    detail::text t = detail::cat("no kernel for op '", Op::name, "' on device ", Device::device_type,
+    detail::text t = detail::cat("no kernel for op ", Op::name, " on device ", Device::device_type,
                                  " with dtype ", name_of(dtype_of<T>));
     detail::text available;
     boost::hana::for_each(element_types, [&](auto u) {
