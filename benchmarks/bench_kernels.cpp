@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel benchmarks (BENCHMARKS.md, "Compute"): the matmul and conv2d kernels that the registry
+// picks, against the raw Eigen computations they must match, on 1 and 2 threads.
+//   matmul 1024^3 f32            vs C.device(d) = A.contract(B, dims)           target ratio <= 1/0.95
+//   conv2d 3x3 64->64 same       vs extract_image_patches + contraction          target ratio <= 1/0.95
+// "kernel" cases run the registry's kernel on preallocated outputs, as an executor does;
+// "call" cases go through tf::call, which also infers shapes and allocates the output.
+#include <typeflow/typeflow.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "harness.hpp"
+
+namespace tf = typeflow;
+
+namespace {
+
+tf::tensor random_tensor(const tf::shape& s, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto t = tf::tensor::allocate(tf::dtype::f32, s);
+  for (auto& v : t->unchecked_values<float>()) v = u(rng);
+  return *t;
+}
+
+double max_abs_diff(const tf::tensor& a, const tf::tensor& b) {
+  double m = 0;
+  const auto x = a.unchecked_values<float>();
+  const auto y = b.unchecked_values<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, double(std::abs(x[i] - y[i])));
+  return m;
+}
+
+template <class Device>
+void bench_matmul(tf::bench::harness& h, Device& device, const std::string& threads) {
+  const std::int64_t n = h.quick() ? 256 : 1024;
+  const tf::tensor a = random_tensor(tf::shape{n, n}, 1);
+  const tf::tensor b = random_tensor(tf::shape{n, n}, 2);
+  tf::tensor c_ours = *tf::tensor::allocate(tf::dtype::f32, tf::shape{n, n});
+  tf::tensor c_raw = *tf::tensor::allocate(tf::dtype::f32, tf::shape{n, n});
+
+  using kernel = tf::default_registry::kernel<tf::ops::matmul, Device, float>;
+  const tf::tensor inputs[] = {a, b};
+  tf::kernel_context<Device> ctx{device, inputs, std::span<tf::tensor>(&c_ours, 1)};
+  auto ours = [&] { (void)kernel::compute(tf::ops::matmul{}, ctx); };
+  auto raw = [&] {
+    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+    c_raw.unchecked_eigen<float, 2>().device(device.eigen()) =
+        a.unchecked_eigen<const float, 2>().contract(b.unchecked_eigen<const float, 2>(), dims);
+  };
+  ours();
+  raw();
+  if (max_abs_diff(c_ours, c_raw) > 1e-3) std::printf("!! matmul disagrees with Eigen\n");
+  const std::string size = std::to_string(n) + "^3";
+  h.compare("matmul " + size + " kernel, " + threads, "Eigen contract", ours, raw, 7, 1.0);
+  h.compare("matmul " + size + " call, " + threads, "Eigen contract",
+            [&] { (void)tf::call<float>(device, tf::ops::matmul{}, a, b); }, raw, 7, 1.0);
+}
+
+// Eigen's spatial convolution as TensorFlow writes it: image patches, then one contraction.
+// NHWC input [n, h, w, c], HWIO filter [kh, kw, c, k], same padding, stride 1.
+template <class Device>
+void eigen_conv(Device& device, const tf::tensor& x, const tf::tensor& f, tf::tensor& y) {
+  const auto n = x.dim(0), hh = x.dim(1), ww = x.dim(2), c = x.dim(3);
+  const auto kh = f.dim(0), kw = f.dim(1), k = f.dim(3);
+  auto in = x.unchecked_eigen<const float, 4>();
+  auto filter = f.unchecked_eigen<const float, 4>();
+  // Row-major patches: [n, h*w patches, kh, kw, c] (Eigen's row-major image dims are (cols, rows)
+  // of the reversed layout, hence kw before kh in the call).
+  const Eigen::array<Eigen::Index, 2> patches_shape{n * hh * ww, kh * kw * c};
+  const Eigen::array<Eigen::Index, 2> filter_shape{kh * kw * c, k};
+  const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+  auto out = y.unchecked_eigen<float, 2>();  // [n*h*w, k]
+  out.device(device.eigen()) =
+      in.extract_image_patches(kw, kh, 1, 1, 1, 1, Eigen::PADDING_SAME).reshape(patches_shape).contract(
+          filter.reshape(filter_shape), dims);
+}
+
+template <class Device>
+void bench_conv(tf::bench::harness& h, Device& device, const std::string& threads, std::int64_t n,
+                std::int64_t side) {
+  const std::int64_t c = 64;
+  const tf::tensor x = random_tensor(tf::shape{n, side, side, c}, 3);
+  const tf::tensor f = random_tensor(tf::shape{3, 3, c, c}, 4);
+  tf::tensor y_ours = *tf::tensor::allocate(tf::dtype::f32, tf::shape{n, side, side, c});
+  tf::tensor y_raw = *tf::tensor::allocate(tf::dtype::f32, tf::shape{n * side * side, c});
+
+  const tf::ops::conv2d op{.pad = tf::ops::padding::same};
+  using kernel = tf::default_registry::kernel<tf::ops::conv2d, Device, float>;
+  const tf::tensor inputs[] = {x, f};
+  tf::kernel_context<Device> ctx{device, inputs, std::span<tf::tensor>(&y_ours, 1)};
+  auto ours = [&] { (void)kernel::compute(op, ctx); };
+  auto raw = [&] { eigen_conv(device, x, f, y_raw); };
+  ours();
+  raw();
+  if (max_abs_diff(y_ours, *y_raw.reshaped(y_ours.shape())) > 1e-3) std::printf("!! conv2d disagrees with Eigen\n");
+  const std::string name = "conv2d 3x3 64->64 " + std::to_string(n) + "x" + std::to_string(side) + "x" +
+                           std::to_string(side) + ", " + threads;
+  h.compare(name, "Eigen image patches + contract", ours, raw, 9, 1.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tf::bench::harness h("kernels", argc, argv);
+  {
+    tf::cpu device;
+    bench_matmul(h, device, "1 thread");
+    bench_conv(h, device, "1 thread", 1, 56);
+    bench_conv(h, device, "1 thread", 32, 28);
+  }
+  {
+    tf::thread_pool device(2);
+    bench_matmul(h, device, "2 threads");
+    bench_conv(h, device, "2 threads", 1, 56);
+    bench_conv(h, device, "2 threads", 32, 28);
+  }
+  return 0;
+}
