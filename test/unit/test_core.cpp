@@ -154,11 +154,18 @@ TEST_CASE("tensors allocate, share and check their access", "[core][tensor]") {
   CHECK(std::memcmp(c->data(), t->data(), t->bytes()) == 0);
 
   // Borrowed memory is not owned.
-  float raw[4] = {1, 2, 3, 4};
+  alignas(16) float raw[5] = {1, 2, 3, 4, 5};
   const auto b = tf::tensor::borrow(raw, tf::dtype::f32, tf::shape{2, 2});
-  CHECK_FALSE(b.owns_buffer());
-  CHECK(b.use_count() == 0);
-  CHECK(*b.at<float>(3) == 4.0f);
+  REQUIRE(b.ok());
+  CHECK_FALSE(b->owns_buffer());
+  CHECK(b->use_count() == 0);
+  CHECK(*b->at<float>(3) == 4.0f);
+  // Misaligned or missing memory is refused, not mapped.
+  tf::test::require_error(tf::tensor::borrow(raw + 1, tf::dtype::f32, tf::shape{2, 2}), tf::status_code::invalid_argument,
+                          "tensor::borrow: data is not 16-byte aligned");
+  tf::test::require_error(tf::tensor::borrow(nullptr, tf::dtype::f32, tf::shape{2}), tf::status_code::invalid_argument,
+                          "null data for shape [2]");
+  CHECK(tf::tensor::borrow(nullptr, tf::dtype::f32, tf::shape{0, 3}).ok());
 
   // Bad allocations are statuses.
   tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{tf::dyn, 3}), tf::status_code::invalid_argument,

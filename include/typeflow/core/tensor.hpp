@@ -73,9 +73,22 @@ class tensor {
     return tensor(buffer_ref(b), *p, type, s);
   }
 
+  // Alignment that borrowed memory must have: kernels view tensors through Eigen::Aligned maps.
+  static constexpr std::size_t borrow_alignment = 16;
+
   // A tensor over memory it does not own (an arena slot, a user's array). The memory must stay
-  // valid while the tensor or any copy of it is used.
-  static tensor borrow(void* data, dtype type, const typeflow::shape& s) { return tensor(buffer_ref(), data, type, s); }
+  // valid while the tensor or any copy of it is used, and be aligned to borrow_alignment.
+  static result<tensor> borrow(void* data, dtype type, const typeflow::shape& s) {
+    if (auto st = check_allocatable(type, s); !st.ok()) return st;
+    if (data == nullptr && s.num_elements() != 0)
+      return errors::invalid_argument("tensor::borrow: null data for shape ", s);
+    if (reinterpret_cast<std::uintptr_t>(data) % borrow_alignment != 0)
+      return errors::invalid_argument("tensor::borrow: data is not ", borrow_alignment,
+                                      "-byte aligned (address mod ", borrow_alignment, " = ",
+                                      reinterpret_cast<std::uintptr_t>(data) % borrow_alignment,
+                                      "); copy it into a tensor::allocate'd tensor instead");
+    return tensor(buffer_ref(), data, type, s);
+  }
 
   // A tensor holding `values` in the given shape (a 1-D shape when none is given).
   template <element_type T>
