@@ -103,14 +103,16 @@ int run(Device& device, std::int64_t batch) {
     return 1;
   }
   const matrix reference = forward_eigen(layers, x);
+  const tf::tensor probs = *probabilities;
+  const tf::tensor classes = *top1;
 
   double max_diff = 0;
-  const auto p = probabilities->unchecked_values<float>();
+  const auto p = probs.unchecked_values<float>();
   for (std::int64_t i = 0; i < batch * 10; ++i)
     max_diff = std::max(max_diff, std::abs(double(p[i]) - double(reference.data()[i])));
 
   std::printf("top-1 class per row:");
-  for (std::int64_t i = 0; i < batch; ++i) std::printf(" %lld", static_cast<long long>(*top1->at<std::int64_t>(i)));
+  for (std::int64_t i = 0; i < batch; ++i) std::printf(" %lld", static_cast<long long>(*classes.at<std::int64_t>(i)));
   std::printf("\nmax |typeflow - Eigen| = %.3g\n", max_diff);
 
   const int reps = batch <= 8 ? 200 : 20;

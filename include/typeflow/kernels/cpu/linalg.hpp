@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU kernel for matmul. Two matrices, or a batch of a against one matrix b, are one Eigen tensor
+// contraction on the policy's Eigen device, written as a user would write it by hand (so it is as
+// fast: benchmarks/bench_kernels.cpp holds it to >= 0.95x of that call). Broadcast batches are
+// GEMMs over the output rows of every batch, the rows split over the policy's threads.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/kernels/cpu/unary.hpp>
+#include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/linalg.hpp>
+
+namespace typeflow::cpu_kernels {
+
+namespace detail {
+
+// Where each batch of a broadcast matmul finds its matrices. The output's batch dimensions are
+// walked in row-major order; a and b advance by their own strides, 0 along dimensions they
+// broadcast (size 1, or absent on the left).
+struct matmul_batches {
+  std::size_t rank = 0;                          // output batch dimensions
+  std::array<std::int64_t, max_rank> dims{};     // output batch dimensions
+  std::array<std::int64_t, max_rank> a_step{};   // elements of a between consecutive indices
+  std::array<std::int64_t, max_rank> b_step{};
+
+  static matmul_batches of(const shape& a, const shape& b, const shape& c) {
+    matmul_batches g;
+    g.rank = c.rank() - 2;
+    const std::int64_t a_matrix = a[a.rank() - 2] * a[a.rank() - 1];
+    const std::int64_t b_matrix = b[b.rank() - 2] * b[b.rank() - 1];
+    // Output batch dimension i is dimension i - lead of a or b (absent, so 1, when i < lead).
+    const std::size_t a_lead = g.rank - (a.rank() - 2), b_lead = g.rank - (b.rank() - 2);
+    std::int64_t a_stride = a_matrix, b_stride = b_matrix;
+    for (std::size_t i = g.rank; i-- > 0;) {
+      g.dims[i] = c[i];
+      const std::int64_t da = i >= a_lead ? a[i - a_lead] : 1;
+      const std::int64_t db = i >= b_lead ? b[i - b_lead] : 1;
+      g.a_step[i] = da == 1 ? 0 : a_stride;
+      g.b_step[i] = db == 1 ? 0 : b_stride;
+      a_stride *= da;
+      b_stride *= db;
+    }
+    return g;
+  }
+
+  // Offsets (in elements) of the matrices of a and b that output batch `index` multiplies.
+  void offsets(std::int64_t index, std::int64_t& a_offset, std::int64_t& b_offset) const {
+    a_offset = 0;
+    b_offset = 0;
+    for (std::size_t i = rank; i-- > 0;) {
+      const std::int64_t j = index % dims[i];
+      index /= dims[i];
+      a_offset += j * a_step[i];
+      b_offset += j * b_step[i];
+    }
+  }
+};
+
+}  // namespace detail
+
+template <class Op, class Device, class T>
+struct eigen_matmul_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = true;
+
+  static status compute(const Op& op, kernel_context<Device>& ctx) {
+    const tensor& a = ctx.inputs[0];
+    const tensor& b = ctx.inputs[1];
+    tensor& c = ctx.outputs[0];
+    const std::size_t ra = a.rank(), rb = b.rank(), rc = c.rank();
+    const std::int64_t m = c.dim(rc - 2), n = c.dim(rc - 1);
+    const std::int64_t k = op.transpose_a ? a.dim(ra - 2) : a.dim(ra - 1);
+    if (c.num_elements() == 0) return ok_status();
+    if (k == 0) {  // every sum is empty
+      std::fill_n(c.unchecked_data<T>(), c.num_elements(), T(0));
+      return ok_status();
+    }
+    // Two matrices (the benchmarked case), or one matrix b (no batch, or batch dimensions of 1)
+    // with a's batches stacked into one tall matrix [batch * m, k] x [k, n]: one contraction.
+    // A transposed a with several matrices does not stack.
+    const bool one_a_matrix = a.num_elements() == a.dim(ra - 2) * a.dim(ra - 1);
+    const bool one_b_matrix = b.num_elements() == b.dim(rb - 2) * b.dim(rb - 1);
+    if (one_b_matrix && (!op.transpose_a || one_a_matrix)) {
+      contract(op, ctx.device, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
+               b.unchecked_data<const T>(), b.dim(rb - 2), b.dim(rb - 1), c.unchecked_data<T>(),
+               c.num_elements() / n, n);
+      return ok_status();
+    }
+    batched_gemm(op, ctx.device, a, b, c, m, n, k);
+    return ok_status();
+  }
+
+ private:
+  using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  // [a_rows, a_cols] x [b_rows, b_cols] -> [c_rows, c_cols], the transposes chosen by which
+  // dimensions are contracted. The maps are aligned: a, b and c start their tensors' buffers.
+  static void contract(const Op& op, Device& device, const T* a, std::int64_t a_rows, std::int64_t a_cols,
+                       const T* b, std::int64_t b_rows, std::int64_t b_cols, T* c, std::int64_t c_rows,
+                       std::int64_t c_cols) {
+    const eigen_const_tensor_map<T, 2> am(a, a_rows, a_cols);
+    const eigen_const_tensor_map<T, 2> bm(b, b_rows, b_cols);
+    eigen_tensor_map<T, 2> cm(c, c_rows, c_cols);
+    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
+        Eigen::IndexPair<Eigen::Index>(op.transpose_a ? 0 : 1, op.transpose_b ? 1 : 0)};
+    cm.device(device.eigen()) = am.contract(bm, dims);
+  }
+
+  // c[batch][rows] = a[batch'][rows] x b[batch''] for every output batch, with batch' and batch''
+  // the broadcast indices. The batch * m output rows are split over the policy's threads; each
+  // range is one single-threaded GEMM per batch it touches.
+  static void batched_gemm(const Op& op, Device& device, const tensor& a, const tensor& b, tensor& c,
+                           std::int64_t m, std::int64_t n, std::int64_t k) {
+    using map = Eigen::Map<const matrix>;
+    const auto batches = detail::matmul_batches::of(a.shape(), b.shape(), c.shape());
+    const std::int64_t rows = c.num_elements() / n;
+    const T* a_data = a.unchecked_data<const T>();
+    const T* b_data = b.unchecked_data<const T>();
+    T* c_data = c.unchecked_data<T>();
+    // Cycles per output row, counting a multiply-add as one.
+    const double row_cost = static_cast<double>(k) * static_cast<double>(n);
+
+    device.parallel_for(rows, row_cost, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last;) {
+        const std::int64_t batch = r / m;
+        const std::int64_t r0 = r % m;
+        const std::int64_t count = std::min(m - r0, last - r);
+        std::int64_t a_offset, b_offset;
+        batches.offsets(batch, a_offset, b_offset);
+        const T* ap = a_data + a_offset;
+        const T* bp = b_data + b_offset;
+        // [count, n] rows r0.. of this batch's output
+        Eigen::Map<matrix> cm(c_data + batch * m * n + r0 * n, count, n);
+        auto multiply = [&](const auto& lhs) {
+          if (op.transpose_b) cm.noalias() = lhs * map(bp, n, k).transpose();  // [count, k] x [n, k]^T
+          else cm.noalias() = lhs * map(bp, k, n);                             // [count, k] x [k, n]
+        };
+        if (op.transpose_a) multiply(map(ap, k, m).middleCols(r0, count).transpose());  // [k, m] -> [count, k]
+        else multiply(map(ap + r0 * k, count, k));
+        r += count;
+      }
+    });
+  }
+};
+
+using matmul_kernel_types = dtypes<float, double, Eigen::half, std::int32_t, std::int64_t>;
+
+using linalg_kernels = kernel_list<kernel_family<eigen_matmul_kernel, ops::matmul, host_devices, matmul_kernel_types>>;
+
+}  // namespace typeflow::cpu_kernels
