@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+// Array ops: ops that move elements without computing on them (reshape, identity, transpose,
+// concat, slice, pad, gather) and fill, which makes a tensor from its attributes alone.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include <typeflow/core/int_list.hpp>
+#include <typeflow/ops/detail/checks.hpp>
+#include <typeflow/ops/op.hpp>
+
+namespace typeflow::ops {
+
+namespace detail {
+
+// True when converting `v` to the element type of integer dtype `d` is defined: v truncated
+// toward zero lies in the type's range (and v is not NaN). Other dtypes accept any value
+// (floats round, bool is v != 0).
+constexpr bool value_fits(double v, dtype d) {
+  switch (d) {
+    case dtype::i8: return v > -129.0 && v < 128.0;
+    case dtype::u8: return v > -1.0 && v < 256.0;
+    case dtype::i32: return v > -2147483649.0 && v < 2147483648.0;
+    case dtype::i64: return v >= -0x1p63 && v < 0x1p63;  // no double lies strictly between -2^63-1 and -2^63
+    default: return true;
+  }
+}
+
+// "[0, 255]": the range an integer dtype holds, for messages.
+constexpr std::string_view range_of(dtype d) {
+  switch (d) {
+    case dtype::i8: return "[-128, 127]";
+    case dtype::u8: return "[0, 255]";
+    case dtype::i32: return "[-2147483648, 2147483647]";
+    case dtype::i64: return "[-9223372036854775808, 9223372036854775807]";
+    default: return "any value";
+  }
+}
+
+// An op's `value` attribute, converted to dtype d when the kernel runs: it must fit.
+constexpr status require_value_fits(std::string_view op, double value, dtype d) {
+  if (!value_fits(value, d))
+    return errors::invalid_argument(op, ": value does not fit in dtype ", d, ", whose range is ", range_of(d));
+  return ok_status();
+}
+
+// The number of elements of `s` when it is certain: 0 when a dimension is 0, even if another
+// is dyn; dyn when a dimension is dyn and none is 0.
+constexpr std::int64_t known_num_elements(const shape& s) {
+  for (auto d : s) if (d == 0) return 0;
+  return s.num_elements();
+}
+
+} // namespace detail
+
+// The input's elements in row-major order under shape `to`. At most one dimension of `to` may be
+// -1 (dyn): it is inferred so that the element count stays the same.
+struct reshape {
+  static constexpr std::string_view name = "reshape";
+  static constexpr int num_inputs = 1;
+  shape to{};
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    std::size_t inferred = max_rank;  // the index of the -1 in `to`, if any
+    std::int64_t target_count = 1;    // product of the other dimensions of `to`
+    for (std::size_t i = 0; i < to.rank(); ++i) {
+      if (to[i] == dyn) {
+        if (inferred != max_rank)
+          return errors::invalid_argument(name, ": target shape ", to, " has more than one -1 dimension (",
+                                          inferred, " and ", i, "); at most one can be inferred");
+        inferred = i;
+      } else if (to[i] < 0) {
+        return errors::invalid_argument(name, ": target shape ", to, " has negative dimension ", to[i],
+                                        " at index ", i);
+      } else {
+        target_count *= to[i];
+      }
+    }
+    const std::int64_t count = detail::known_num_elements(x);
+    shape out = to;
+    if (inferred == max_rank) {
+      if (count != dyn && count != target_count)
+        return errors::invalid_argument(name, ": cannot reshape input of shape ", x, " (", count,
+                                        " elements) to ", to, " (", target_count, " elements)");
+      return out;
+    }
+    if (target_count == 0)
+      return errors::invalid_argument(name, ": cannot infer the -1 dimension of target shape ", to,
+                                      " for input of shape ", x,
+                                      ": the other dimensions have 0 elements, so any size would fit");
+    if (count != dyn) {
+      if (count % target_count != 0)
+        return errors::invalid_argument(name, ": cannot reshape input of shape ", x, " (", count,
+                                        " elements) to ", to, ": ", count, " is not a multiple of ",
+                                        target_count, ", the product of the known dimensions");
+      out[inferred] = count / target_count;
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const reshape&, const reshape&) = default;
+};
+
+// The input, unchanged.
+struct identity {
+  static constexpr std::string_view name = "identity";
+  static constexpr int num_inputs = 1;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const { return in[0]; }
+  friend constexpr bool operator==(const identity&, const identity&) = default;
+};
+
+// y[i0, ..., in] = x at the index whose dimension perm[k] is ik: output dimension k is input
+// dimension perm[k]. An empty perm reverses the dimensions (a matrix transpose for rank 2).
+// Entries count from the front only, as in TensorFlow: negative entries are rejected.
+struct transpose {
+  static constexpr std::string_view name = "transpose";
+  static constexpr int num_inputs = 1;
+  int_list perm{};
+
+  // The permutation applied to an input of rank `rank`: perm, or the reversal when perm is empty.
+  constexpr int_list permutation(std::size_t rank) const {
+    if (!perm.empty()) return perm;
+    int_list p;
+    for (std::size_t i = rank; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
+    return p;
+  }
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    const auto rank = static_cast<std::int64_t>(x.rank());
+    if (!perm.empty() && perm.size() != x.rank())
+      return errors::invalid_argument(name, ": perm ", perm, " has ", perm.size(),
+                                      " entries but the input has rank ", rank, " (shape ", x, ")");
+    const int_list p = permutation(x.rank());
+    bool seen[max_rank]{};
+    shape out;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (p[i] < 0 || p[i] >= rank)
+        return errors::invalid_argument(name, ": perm ", perm, " entry ", p[i], " at position ", i,
+                                        " is out of range [0, ", rank, ") for rank ", rank);
+      const auto axis = static_cast<std::size_t>(p[i]);
+      if (seen[axis])
+        return errors::invalid_argument(name, ": perm ", perm, " is not a permutation of 0..", rank - 1,
+                                        " for rank ", rank, ": ", p[i], " appears twice");
+      seen[axis] = true;
+      out.push_back(x[axis]);
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const transpose&, const transpose&) = default;
+};
+
+// Joins one or more inputs along `axis` (negative counts from the back). The inputs share dtype
+// and rank, and agree on every dimension except `axis`.
+struct concat {
+  static constexpr std::string_view name = "concat";
+  static constexpr int num_inputs = variadic;
+  std::int64_t axis = 0;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& first = in[0];
+    if (first.rank() == 0)
+      return errors::invalid_argument(name, ": inputs must have rank >= 1, input 0 is a scalar");
+    const auto a = normalize_axis(axis, first.rank());
+    if (!a.ok()) return a.status().with_context(name);
+    shape out = first;
+    for (std::size_t i = 1; i < in.size(); ++i) {
+      const shape& s = in[i];
+      if (s.rank() != first.rank())
+        return errors::invalid_argument(name, ": input ", i, " has rank ", s.rank(), " (shape ", s,
+                                        ") but input 0 has rank ", first.rank(), " (shape ", first, ")");
+      for (std::size_t d = 0; d < s.rank(); ++d) {
+        if (d == *a) {
+          out[d] = (out[d] == dyn || s[d] == dyn) ? dyn : out[d] + s[d];
+        } else if (!detail::compatible(out[d], s[d])) {
+          return errors::invalid_argument(name, ": input ", i, " has shape ", s, " and input 0 has shape ", first,
+                                          ": dimension ", d, " is ", s[d], " vs ", out[d],
+                                          ", but only the axis (", *a, ") may differ");
+        } else {
+          out[d] = detail::merge(out[d], s[d]);
+        }
+      }
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const concat&, const concat&) = default;
+};
+
+// y = x[begin[0] : begin[0] + size[0], ...]: one entry of `begin` and `size` per input
+// dimension; a size of -1 takes everything from begin to the end.
+struct slice {
+  static constexpr std::string_view name = "slice";
+  static constexpr int num_inputs = 1;
+  int_list begin{};
+  int_list size{};
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    if (begin.size() != x.rank() || size.size() != x.rank())
+      return errors::invalid_argument(name, ": begin ", begin, " and size ", size,
+                                      " must have one entry per input dimension; the input has shape ", x);
+    shape out;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+      const std::int64_t b = begin[i], n = size[i], d = x[i];
+      if (b < 0)
+        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is negative (input shape ", x, ")");
+      if (d != dyn && b > d)
+        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is out of range [0, ", d,
+                                        "] for input shape ", x);
+      if (n < -1)
+        return errors::invalid_argument(name, ": axis ", i, ": size ", n,
+                                        " is negative (only -1, meaning to the end, is allowed)");
+      if (n != -1 && d != dyn && b + n > d)
+        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " = ", b + n,
+                                        " exceeds dimension ", d, " of input shape ", x);
+      out.push_back(n != -1 ? n : d == dyn ? dyn : d - b);
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const slice&, const slice&) = default;
+};
+
+// Adds paddings[2k] elements before and paddings[2k + 1] after dimension k, all equal to `value`
+// (converted to the dtype: it must fit in integer dtypes; bool pads with value != 0).
+struct pad {
+  static constexpr std::string_view name = "pad";
+  static constexpr int num_inputs = 1;
+  int_list paddings{};
+  double value = 0;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    auto d = detail::same_dtype(name, in, detail::accepts::any);
+    if (!d.ok()) return d;
+    if (auto st = detail::require_value_fits(name, value, *d); !st.ok()) return st;
+    return d;
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    if (paddings.size() != 2 * x.rank())
+      return errors::invalid_argument(name, ": paddings ", paddings, " has ", paddings.size(),
+                                      " entries; expected 2 per input dimension (before, after), ",
+                                      2 * x.rank(), " for input shape ", x);
+    shape out;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+      const std::int64_t before = paddings[2 * i], after = paddings[2 * i + 1];
+      if (before < 0 || after < 0)
+        return errors::invalid_argument(name, ": paddings ", paddings, " for axis ", i, " are (", before, ", ",
+                                        after, "); paddings must be >= 0");
+      out.push_back(x[i] == dyn ? dyn : x[i] + before + after);
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const pad&, const pad&) = default;
+};
+
+// y = params indexed along `axis` by every element of indices (i32 or i64):
+//   y[p..., i..., q...] = params[p..., indices[i...], q...]
+// with shape params.shape[:axis] + indices.shape + params.shape[axis + 1:]. An index outside
+// [0, params.shape[axis]) is an invalid_argument error when the kernel runs.
+struct gather {
+  static constexpr std::string_view name = "gather";
+  static constexpr int num_inputs = 2;
+  std::int64_t axis = 0;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    if (!is_valid(in[0])) return errors::invalid_argument(name, ": invalid params dtype");
+    if (in[1] != dtype::i32 && in[1] != dtype::i64)
+      return errors::invalid_argument(name, ": indices (input 1) must be i32 or i64, got ", in[1]);
+    return in[0];
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& params = in[0];
+    const shape& indices = in[1];
+    if (auto st = detail::require_min_rank(name, "params (input 0)", params, 1); !st.ok()) return st;
+    const auto a = normalize_axis(axis, params.rank());
+    if (!a.ok()) return a.status().with_context(name);
+    if (params.rank() - 1 + indices.rank() > max_rank)
+      return errors::invalid_argument(name, ": the output would have rank ", params.rank() - 1 + indices.rank(),
+                                      " (params shape ", params, ", indices shape ", indices, "), more than ",
+                                      max_rank);
+    shape out;
+    for (std::size_t i = 0; i < *a; ++i) out.push_back(params[i]);
+    for (auto d : indices) out.push_back(d);
+    for (std::size_t i = *a + 1; i < params.rank(); ++i) out.push_back(params[i]);
+    return out;
+  }
+  friend constexpr bool operator==(const gather&, const gather&) = default;
+};
+
+// A tensor of dtype `type` and shape `dims` (fully defined), every element `value` (converted
+// as pad's value is). Takes no inputs: its kernel is picked by the output dtype, `type`.
+struct fill {
+  static constexpr std::string_view name = "fill";
+  static constexpr int num_inputs = 0;
+  shape dims{};
+  double value = 0;
+  dtype type = dtype::f32;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype>) const {
+    if (!is_valid(type)) return errors::invalid_argument(name, ": invalid dtype code ", static_cast<int>(type));
+    if (auto st = detail::require_value_fits(name, value, type); !st.ok()) return st;
+    return type;
+  }
+  constexpr result<shape> infer_shape(std::span<const shape>) const {
+    for (std::size_t i = 0; i < dims.rank(); ++i) {
+      if (dims[i] == dyn)
+        return errors::invalid_argument(name, ": dims ", dims, " must be fully defined: dimension ", i,
+                                        " is unknown (-1)");
+      if (dims[i] < 0)
+        return errors::invalid_argument(name, ": dims ", dims, " has negative dimension ", dims[i], " at index ", i);
+    }
+    return dims;
+  }
+  friend constexpr bool operator==(const fill&, const fill&) = default;
+};
+
+} // namespace typeflow::ops
