@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: Apache-2.0
+// bfc_allocator<SubAllocator>: TensorFlow's best-fit-with-coalescing pool. Large regions come from a
+// sub-allocator; each region is cut into chunks linked to their neighbours; free chunks sit in 21
+// size-class bins; an allocation takes the smallest free chunk that fits and splits off the rest,
+// and a free merges the chunk with free neighbours. Region bytes never pass the memory limit.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <typeflow/core/buffer.hpp>
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/memory/allocator.hpp>
+#include <typeflow/memory/sub_allocator.hpp>
+
+namespace typeflow {
+
+struct bfc_options {
+  // Hard limit on the bytes of all regions together (rounded down to a multiple of 256).
+  std::size_t memory_limit = std::size_t{1} << 30;
+  // true: the first region is `initial_region_bytes` and each new one doubles, as TensorFlow's
+  // allow_growth; false: the first allocation takes the whole limit as one region.
+  bool allow_growth = true;
+  std::size_t initial_region_bytes = std::size_t{2} << 20;
+};
+
+// One region as check_invariants sees it, for tests and for memory reports.
+struct bfc_region_summary {
+  const void* base = nullptr;
+  std::size_t bytes = 0;
+  std::size_t num_chunks = 0;
+  std::size_t num_free_chunks = 0;
+  std::size_t largest_free_chunk = 0;
+};
+
+// Sizes: every request is rounded up to a multiple of 256 (zero bytes to 256, which gives zero-byte
+// requests unique addresses). Stats count whole chunks, so bytes_in_use is at least the sum of the
+// rounded requests. A chunk is split when the rest is at least as large as the request or at least
+// 128 MiB (TensorFlow's rule), so a block may be up to twice its rounded size.
+//
+// Alignment: chunks start at multiples of 256 from a region base aligned to at least 256, so any
+// alignment up to 256 is free. A larger alignment is served from a free chunk in which an aligned
+// address leaves room for the request: the bytes in front of that address are split off as a free
+// chunk of their own (nothing is wasted), and a new region for such a request is asked for with
+// that alignment. An alignment larger than the memory limit fails with resource_exhausted.
+//
+// Regions stay until the pool is destroyed (TensorFlow's optional garbage collection of free regions
+// is not done), so after everything is freed each region is one free chunk.
+//
+// Chunks are named by handles (indices into a vector), and each region maps every 256-byte unit to
+// the handle of the chunk that starts there, as TensorFlow's AllocationRegion does (4 bytes of
+// host memory per 256 bytes of region). A deallocate of an address this pool did not hand out, or
+// with a size other than the one requested, is ignored (for unknown addresses) and remembered:
+// check_invariants reports it. Every member is thread-safe (one mutex, as TensorFlow's).
+template <class SubAllocator>
+class bfc_allocator {
+  static_assert(typeflow::sub_allocator<SubAllocator>,
+                "bfc_allocator<SubAllocator> requires SubAllocator to satisfy typeflow::sub_allocator: "
+                "alloc(bytes, alignment) -> void* and free(void*, bytes)");
+
+ public:
+  static constexpr std::string_view name = "bfc";
+  static constexpr std::size_t min_allocation_size = 256;
+  static constexpr std::size_t num_bins = 21;  // bin b holds free chunks of [256 << b, 256 << (b + 1)); the last, all larger
+  static constexpr std::size_t max_internal_fragmentation = std::size_t{128} << 20;
+
+  explicit bfc_allocator(bfc_options options = {}) : bfc_allocator(options, std::in_place) {}
+  template <class... Args>
+  bfc_allocator(bfc_options options, std::in_place_t, Args&&... sub_allocator_args)
+      : sub_(std::forward<Args>(sub_allocator_args)...),
+        limit_(options.memory_limit / min_allocation_size * min_allocation_size) {
+    region_bytes_ = options.allow_growth ? rounded_bytes(std::min(limit_, options.initial_region_bytes)) : limit_;
+    region_bytes_ = std::max(region_bytes_, min_allocation_size);
+    bins_.reserve(num_bins);
+    for (std::size_t b = 0; b < num_bins; ++b) bins_.emplace_back(by_size{this});
+  }
+  bfc_allocator(const bfc_allocator&) = delete;
+  bfc_allocator& operator=(const bfc_allocator&) = delete;
+
+  // Gives every region back to the sub-allocator; blocks still in use are lost with them.
+  ~bfc_allocator() {
+    for (const region& r : regions_) sub_.free(r.base, r.bytes);
+  }
+
+  result<void*> allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    if (auto st = check_alignment(name, alignment); !st.ok()) return st;
+    std::lock_guard lock(mu_);
+    // Also keeps the rounding below from overflowing.
+    if (bytes > limit_ || alignment > limit_) return out_of_memory(bytes, alignment);
+    const std::size_t rounded = rounded_bytes(bytes);
+    const std::size_t align = std::max(alignment, min_allocation_size);
+    if (void* p = find_chunk(rounded, align, bytes)) return p;
+    if (extend(rounded, align)) {
+      if (void* p = find_chunk(rounded, align, bytes)) return p;
+    }
+    return out_of_memory(bytes, alignment);
+  }
+
+  // `bytes` must be what was requested; nullptr is ignored.
+  void deallocate(void* p, std::size_t bytes) {
+    if (p == nullptr) return;
+    std::lock_guard lock(mu_);
+    const chunk_handle h = find_handle(p);
+    if (h == no_chunk || !chunks_[h].in_use()) {
+      record_misuse(detail::cat("deallocate(", detail::address{p}, ", ", bytes,
+                                "): the address is not a block in use from this allocator"));
+      return;
+    }
+    chunk& c = chunks_[h];
+    if (c.requested_size != bytes)
+      record_misuse(detail::cat("deallocate(", detail::address{p}, ", ", bytes, "): the block was allocated with ",
+                                c.requested_size, " bytes"));
+    in_use_ -= c.size;
+    c.allocation_id = -1;
+    c.requested_size = 0;
+    free_and_coalesce(h);
+  }
+
+  allocator_stats stats() const {
+    std::lock_guard lock(mu_);
+    return stats_locked();
+  }
+
+  // The chunk size behind a block (TensorFlow's AllocatedSize) and the size that was requested.
+  result<std::size_t> allocated_size(const void* p) const {
+    std::lock_guard lock(mu_);
+    const chunk_handle h = find_handle(p);
+    if (h == no_chunk || !chunks_[h].in_use())
+      return errors::not_found(name, ": ", detail::address{p}, " is not a block in use");
+    return chunks_[h].size;
+  }
+  result<std::size_t> requested_size(const void* p) const {
+    std::lock_guard lock(mu_);
+    const chunk_handle h = find_handle(p);
+    if (h == no_chunk || !chunks_[h].in_use())
+      return errors::not_found(name, ": ", detail::address{p}, " is not a block in use");
+    return chunks_[h].requested_size;
+  }
+
+  std::vector<bfc_region_summary> regions() const {
+    std::lock_guard lock(mu_);
+    std::vector<bfc_region_summary> out;
+    for (const region& r : regions_) {
+      bfc_region_summary s{r.base, r.bytes, 0, 0, 0};
+      for (chunk_handle h = r.handles.front(); h != no_chunk; h = chunks_[h].next) {
+        ++s.num_chunks;
+        if (!chunks_[h].in_use()) {
+          ++s.num_free_chunks;
+          s.largest_free_chunk = std::max(s.largest_free_chunk, chunks_[h].size);
+        }
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  // For tests and debugging; costs a walk over every chunk and every 256-byte unit of every region.
+  // Checks: regions sorted and disjoint; each region's chunks tile it exactly in address order with
+  // consistent prev/next links and handle map; sizes are multiples of 256; no two neighbours are
+  // both free; each free chunk is in the bin of its size and each bin entry is such a chunk; the
+  // counters match the chunks; and nothing was refused (a bad deallocate, a misaligned region).
+  status check_invariants() const {
+    std::lock_guard lock(mu_);
+    std::size_t live_chunks = 0, free_chunks = 0, in_use = 0, reserved = 0;
+    for (std::size_t i = 0; i < regions_.size(); ++i) {
+      const region& r = regions_[i];
+      const auto where = [&](const auto&... parts) {
+        return errors::internal(name, ": region ", i, " at ", detail::address{r.base}, " (", r.bytes, " bytes): ",
+                                parts...);
+      };
+      if (i > 0 && regions_[i - 1].end() > r.base) return where("overlaps or precedes region ", i - 1);
+      if (r.bytes == 0 || r.bytes % min_allocation_size != 0 || r.handles.size() != r.bytes / min_allocation_size)
+        return where("size is not a positive multiple of 256 or its handle map has ", r.handles.size(), " entries");
+      std::size_t count = 0, sum = 0;
+      chunk_handle prev = no_chunk;
+      bool prev_free = false;
+      const char* expected = r.base;
+      for (chunk_handle h = r.handles.front(); h != no_chunk; h = chunks_[h].next) {
+        if (h >= chunks_.size() || ++count > chunks_.size()) return where("chunk list is broken at handle ", h);
+        const chunk& c = chunks_[h];
+        if (c.ptr != expected) return where("chunk ", h, " starts at ", detail::address{c.ptr}, ", not right after its predecessor");
+        if (c.prev != prev) return where("chunk ", h, " has prev ", c.prev, ", expected ", prev);
+        if (c.size == 0 || c.size % min_allocation_size != 0 || c.size > static_cast<std::size_t>(r.end() - c.ptr))
+          return where("chunk ", h, " has size ", c.size);
+        if (r.handles[unit_of(r, c.ptr)] != h) return where("the handle map does not name chunk ", h, " at its start");
+        if (c.in_use()) {
+          if (c.bin != no_bin) return where("chunk ", h, " is in use and in bin ", int{c.bin});
+          if (c.requested_size > c.size) return where("chunk ", h, " of ", c.size, " bytes holds a request of ", c.requested_size);
+          in_use += c.size;
+        } else {
+          if (prev_free) return where("chunks ", prev, " and ", h, " are neighbours and both free");
+          const std::size_t b = bin_for(c.size);
+          if (c.bin != b || bins_[b].find(h) == bins_[b].end())
+            return where("free chunk ", h, " of ", c.size, " bytes is not in bin ", b);
+          ++free_chunks;
+        }
+        prev_free = !c.in_use();
+        sum += c.size;
+        expected = c.ptr + c.size;
+        prev = h;
+      }
+      if (sum != r.bytes) return where("chunk sizes sum to ", sum);
+      const auto marked = static_cast<std::size_t>(
+          std::count_if(r.handles.begin(), r.handles.end(), [](chunk_handle h) { return h != no_chunk; }));
+      if (marked != count) return where("the handle map names ", marked, " chunks, the chunk list ", count);
+      live_chunks += count;
+      reserved += r.bytes;
+    }
+    std::size_t binned = 0;
+    for (const auto& bin : bins_) binned += bin.size();
+    if (binned != free_chunks) return errors::internal(name, ": bins hold ", binned, " chunks, regions ", free_chunks, " free chunks");
+    if (live_chunks != chunks_.size() - free_handles_.size())
+      return errors::internal(name, ": ", chunks_.size() - free_handles_.size(), " chunk handles are taken, regions hold ", live_chunks);
+    if (in_use != in_use_) return errors::internal(name, ": chunks in use hold ", in_use, " bytes, stats say ", in_use_);
+    if (reserved != reserved_ || reserved_ > limit_)
+      return errors::internal(name, ": regions hold ", reserved, " bytes, stats say ", reserved_, ", limit ", limit_);
+    if (misuses_ != 0)
+      return errors::failed_precondition(name, ": ", misuses_, " misuse(s) (refused deallocations, bad regions); the first: ", first_misuse_);
+    return ok_status();
+  }
+
+  SubAllocator& sub() noexcept { return sub_; }
+  const SubAllocator& sub() const noexcept { return sub_; }
+
+  static constexpr std::size_t rounded_bytes(std::size_t bytes) noexcept {
+    return std::max(min_allocation_size, detail::align_up(bytes, min_allocation_size));
+  }
+  static constexpr std::size_t bin_for(std::size_t bytes) noexcept {
+    return std::min<std::size_t>(num_bins - 1, static_cast<std::size_t>(std::bit_width(bytes / min_allocation_size)) - 1);
+  }
+
+ private:
+  using chunk_handle = std::uint32_t;
+  static constexpr chunk_handle no_chunk = std::numeric_limits<chunk_handle>::max();
+  static constexpr std::uint8_t no_bin = std::numeric_limits<std::uint8_t>::max();
+
+  struct chunk {
+    char* ptr = nullptr;
+    std::size_t size = 0;             // a multiple of 256
+    std::size_t requested_size = 0;   // what the user asked for; 0 while free
+    std::int64_t allocation_id = -1;  // -1 while free
+    chunk_handle prev = no_chunk;     // the neighbour at lower addresses in the same region
+    chunk_handle next = no_chunk;
+    std::uint8_t bin = no_bin;        // the bin holding it while free
+    bool in_use() const noexcept { return allocation_id != -1; }
+  };
+
+  struct region {
+    char* base = nullptr;
+    std::size_t bytes = 0;
+    std::vector<chunk_handle> handles;  // per 256-byte unit: the chunk starting there, or no_chunk
+    const char* end() const noexcept { return base + bytes; }
+  };
+
+  // Orders a bin's free chunks by (size, address), so the first that fits is the best fit and ties go
+  // to the lowest address. Looks up by size alone through size_key.
+  struct size_key {
+    std::size_t size;
+  };
+  struct by_size {
+    using is_transparent = void;
+    const bfc_allocator* owner;
+    bool operator()(chunk_handle a, chunk_handle b) const noexcept {
+      const chunk& x = owner->chunks_[a];
+      const chunk& y = owner->chunks_[b];
+      return x.size != y.size ? x.size < y.size : x.ptr < y.ptr;
+    }
+    bool operator()(chunk_handle a, size_key k) const noexcept { return owner->chunks_[a].size < k.size; }
+    bool operator()(size_key k, chunk_handle b) const noexcept { return k.size < owner->chunks_[b].size; }
+  };
+  using free_set = std::set<chunk_handle, by_size>;
+
+  static std::size_t unit_of(const region& r, const void* p) noexcept {
+    return static_cast<std::size_t>(static_cast<const char*>(p) - r.base) / min_allocation_size;
+  }
+
+  const region* region_of(const void* p) const noexcept {
+    const char* c = static_cast<const char*>(p);
+    auto it = std::upper_bound(regions_.begin(), regions_.end(), c,
+                               [](const char* q, const region& r) { return q < r.end(); });
+    if (it == regions_.end() || c < it->base) return nullptr;
+    return &*it;
+  }
+  region* region_of(const void* p) noexcept {
+    return const_cast<region*>(std::as_const(*this).region_of(p));
+  }
+
+  // The chunk that starts at p, or no_chunk.
+  chunk_handle find_handle(const void* p) const noexcept {
+    const region* r = region_of(p);
+    if (r == nullptr || !detail::is_aligned(p, min_allocation_size)) return no_chunk;
+    return r->handles[unit_of(*r, p)];
+  }
+
+  chunk_handle new_chunk() {
+    if (!free_handles_.empty()) {
+      const chunk_handle h = free_handles_.back();
+      free_handles_.pop_back();
+      return h;
+    }
+    // 2^32 - 1 chunks would need at least a terabyte of regions.
+    chunks_.emplace_back();
+    return static_cast<chunk_handle>(chunks_.size() - 1);
+  }
+  void delete_chunk(chunk_handle h) {
+    region* r = region_of(chunks_[h].ptr);
+    r->handles[unit_of(*r, chunks_[h].ptr)] = no_chunk;
+    chunks_[h] = chunk{};
+    free_handles_.push_back(h);
+  }
+
+  void insert_free(chunk_handle h) {
+    const std::size_t b = bin_for(chunks_[h].size);
+    chunks_[h].bin = static_cast<std::uint8_t>(b);
+    bins_[b].insert(h);
+  }
+  void remove_free(chunk_handle h) {
+    bins_[chunks_[h].bin].erase(h);
+    chunks_[h].bin = no_bin;
+  }
+
+  // Cuts the first `bytes` off chunk h; returns the handle of the rest, which is free and in no bin.
+  chunk_handle split(chunk_handle h, std::size_t bytes) {
+    const chunk_handle rest = new_chunk();  // may move chunks_: take references after it
+    chunk& c = chunks_[h];
+    chunk& r = chunks_[rest];
+    r.ptr = c.ptr + bytes;
+    r.size = c.size - bytes;
+    r.prev = h;
+    r.next = c.next;
+    if (c.next != no_chunk) chunks_[c.next].prev = rest;
+    c.next = rest;
+    c.size = bytes;
+    region* reg = region_of(r.ptr);
+    reg->handles[unit_of(*reg, r.ptr)] = rest;
+    return rest;
+  }
+
+  // Folds chunk b into its lower neighbour a. Neither may be in a bin.
+  void merge(chunk_handle a, chunk_handle b) {
+    chunk& x = chunks_[a];
+    const chunk& y = chunks_[b];
+    x.next = y.next;
+    if (y.next != no_chunk) chunks_[y.next].prev = a;
+    x.size += y.size;
+    delete_chunk(b);
+  }
+
+  void free_and_coalesce(chunk_handle h) {
+    if (const chunk_handle n = chunks_[h].next; n != no_chunk && !chunks_[n].in_use()) {
+      remove_free(n);
+      merge(h, n);
+    }
+    if (const chunk_handle p = chunks_[h].prev; p != no_chunk && !chunks_[p].in_use()) {
+      remove_free(p);
+      merge(p, h);
+      h = p;
+    }
+    insert_free(h);
+  }
+
+  // Best fit: the smallest free chunk, from the request's bin upwards, in which an address aligned to
+  // `align` leaves `rounded` bytes. With align <= 256 that is the first chunk of at least `rounded`.
+  void* find_chunk(std::size_t rounded, std::size_t align, std::size_t requested) {
+    for (std::size_t b = bin_for(rounded); b < num_bins; ++b) {
+      free_set& bin = bins_[b];
+      for (auto it = bin.lower_bound(size_key{rounded}); it != bin.end(); ++it) {
+        chunk_handle h = *it;
+        const auto addr = reinterpret_cast<std::uintptr_t>(chunks_[h].ptr);
+        const std::size_t pad = detail::align_up(addr, align) - addr;  // a multiple of 256
+        if (pad + rounded > chunks_[h].size) continue;
+        bin.erase(it);
+        chunks_[h].bin = no_bin;
+        if (pad != 0) {
+          const chunk_handle rest = split(h, pad);
+          insert_free(h);  // the front stays free; its lower neighbour is in use, as h's was
+          h = rest;
+        }
+        const std::size_t size = chunks_[h].size;
+        if (size >= rounded * 2 || size - rounded >= max_internal_fragmentation) insert_free(split(h, rounded));
+        chunk& c = chunks_[h];
+        c.allocation_id = next_allocation_id_++;
+        c.requested_size = requested;
+        in_use_ += c.size;
+        peak_ = std::max(peak_, in_use_);
+        largest_alloc_ = std::max(largest_alloc_, c.size);
+        ++num_allocs_;
+        return c.ptr;
+      }
+    }
+    return nullptr;
+  }
+
+  // Adds a region big enough for `rounded` bytes at `align`, as TensorFlow's Extend: the region size
+  // doubles until the request fits, is capped by what the limit leaves, and if the sub-allocator
+  // refuses, smaller sizes (90% each step) are tried once in the allocator's life.
+  bool extend(std::size_t rounded, std::size_t align) {
+    const std::size_t available = (limit_ - reserved_) / min_allocation_size * min_allocation_size;
+    if (rounded > available) return false;
+    bool increased = false;
+    while (rounded > region_bytes_) {
+      region_bytes_ *= 2;
+      increased = true;
+    }
+    std::size_t bytes = std::min(region_bytes_, available);
+    void* mem = sub_.alloc(bytes, align);
+    if (mem == nullptr && !backpedalled_) {
+      backpedalled_ = true;
+      while (mem == nullptr) {
+        const std::size_t smaller = rounded_bytes(bytes / 10 * 9);
+        if (smaller < rounded || smaller >= bytes) break;
+        bytes = smaller;
+        mem = sub_.alloc(bytes, align);
+      }
+    }
+    if (mem == nullptr) return false;
+    if (!detail::is_aligned(mem, align)) {
+      sub_.free(mem, bytes);
+      record_misuse(detail::cat("the sub-allocator returned ", detail::address{mem}, " for alignment ", align));
+      return false;
+    }
+    if (!increased && region_bytes_ < limit_) region_bytes_ *= 2;
+
+    region r;
+    r.base = static_cast<char*>(mem);
+    r.bytes = bytes;
+    r.handles.assign(bytes / min_allocation_size, no_chunk);
+    const chunk_handle h = new_chunk();
+    chunks_[h].ptr = r.base;
+    chunks_[h].size = bytes;
+    r.handles.front() = h;
+    auto at = std::upper_bound(regions_.begin(), regions_.end(), r.base,
+                               [](const char* p, const region& x) { return p < x.base; });
+    regions_.insert(at, std::move(r));
+    insert_free(h);
+    reserved_ += bytes;
+    return true;
+  }
+
+  allocator_stats stats_locked() const {
+    allocator_stats s;
+    s.bytes_in_use = in_use_;
+    s.peak_bytes_in_use = peak_;
+    s.num_allocs = num_allocs_;
+    s.bytes_limit = limit_;
+    s.largest_alloc_size = largest_alloc_;
+    for (std::size_t b = num_bins; b-- > 0;) {
+      if (!bins_[b].empty()) {
+        s.largest_free_block = chunks_[*bins_[b].rbegin()].size;
+        break;
+      }
+    }
+    s.bytes_reserved = reserved_;
+    return s;
+  }
+
+  status out_of_memory(std::size_t bytes, std::size_t alignment) const {
+    if (bytes > limit_ || alignment > limit_)
+      return errors::resource_exhausted(name, ": cannot allocate ", bytes, " bytes with alignment ", alignment,
+                                        ": larger than the memory limit of ", limit_, " bytes; ", stats_locked());
+    return errors::resource_exhausted(name, ": out of memory allocating ", bytes, " bytes (", rounded_bytes(bytes),
+                                      " rounded) with alignment ", alignment, " in ", regions_.size(),
+                                      " region(s) under a limit of ", limit_, " bytes; ", stats_locked());
+  }
+
+  void record_misuse(detail::text what) {
+    if (misuses_++ == 0) first_misuse_ = std::move(what);
+  }
+
+  SubAllocator sub_;
+  const std::size_t limit_;
+  std::size_t region_bytes_ = 0;  // the size of the next region
+  bool backpedalled_ = false;
+
+  mutable std::mutex mu_;
+  std::vector<chunk> chunks_;
+  std::vector<chunk_handle> free_handles_;  // recycled entries of chunks_
+  std::vector<free_set> bins_;
+  std::vector<region> regions_;             // sorted by base address
+  std::int64_t next_allocation_id_ = 1;
+
+  std::size_t in_use_ = 0;
+  std::size_t peak_ = 0;
+  std::size_t num_allocs_ = 0;
+  std::size_t largest_alloc_ = 0;
+  std::size_t reserved_ = 0;
+
+  std::size_t misuses_ = 0;
+  detail::text first_misuse_;
+};
+
+static_assert(allocator<bfc_allocator<host_sub_allocator>>, "bfc_allocator must satisfy typeflow::allocator");
+
+} // namespace typeflow
