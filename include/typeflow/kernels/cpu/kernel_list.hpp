@@ -5,15 +5,25 @@
 #include <typeflow/fwd.hpp>
 
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/kernels/cpu/array.hpp>
+#include <typeflow/kernels/cpu/binary.hpp>
 #include <typeflow/kernels/cpu/conv2d.hpp>
+#include <typeflow/kernels/cpu/linalg.hpp>
+#include <typeflow/kernels/cpu/nn.hpp>
 #include <typeflow/kernels/cpu/pool.hpp>
+#include <typeflow/kernels/cpu/reduction.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 
 namespace typeflow {
 
 using cpu_kernel_list = concat_kernel_lists<
     cpu_kernels::unary_kernels,
+    cpu_kernels::binary_kernels,
     cpu_kernels::conv2d_kernels,
-    cpu_kernels::pool_kernels>;
+    cpu_kernels::linalg_kernels,
+    cpu_kernels::nn_kernels,
+    cpu_kernels::pool_kernels,
+    cpu_kernels::reduction_kernels,
+    cpu_kernels::array_kernels>;
 
 } // namespace typeflow
