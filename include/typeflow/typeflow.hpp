@@ -12,9 +12,15 @@
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/core/typed_tensor.hpp>
 #include <typeflow/device/cpu.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/thread_pool.hpp>
+#include <typeflow/graph/expr.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
+#include <typeflow/graph/plan.hpp>
+#include <typeflow/graph/static_graph.hpp>
 #include <typeflow/kernels/cpu/kernel_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/memory/allocator.hpp>
@@ -27,6 +33,7 @@
 #include <typeflow/ops/array.hpp>
 #include <typeflow/ops/binary.hpp>
 #include <typeflow/ops/conv.hpp>
+#include <typeflow/ops/fused.hpp>
 #include <typeflow/ops/linalg.hpp>
 #include <typeflow/ops/nn.hpp>
 #include <typeflow/ops/op.hpp>
@@ -38,3 +45,6 @@
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>
+#include <typeflow/runtime/session.hpp>
+#include <typeflow/runtime/static_executor.hpp>
+#include <typeflow/runtime/variable_store.hpp>

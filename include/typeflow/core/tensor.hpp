@@ -137,6 +137,10 @@ class tensor {
   // buffer for its output when this is 1.
   long use_count() const noexcept { return buffer_ ? buffer_->use_count() : 0; }
 
+  // A tensor over the same memory that does not keep it alive (no reference count is touched):
+  // for passing tensors to kernels within the lifetime of the original.
+  tensor view() const noexcept { return tensor(buffer_ref(), data_, type_, shape_); }
+
   // The same data under another shape with the same number of elements (no copy).
   result<tensor> reshaped(const typeflow::shape& s) const {
     if (!s.is_fully_defined() || s.num_elements() != num_elements())

@@ -51,8 +51,28 @@ struct kernel_family {
   static constexpr bool provides = std::is_same_v<O, Op> && Devices::template contains<D> &&
                                    Dtypes::template contains<T>;
 
-  template <class D, class T>
-  using kernel_type = Kernel<Op, D, T>;
+  template <class O, class D, class T>
+  using kernel_type = Kernel<O, D, T>;
+};
+
+namespace detail {
+template <class T, template <class> class Template>
+inline constexpr bool is_instance_of = false;
+template <class Arg, template <class> class Template>
+inline constexpr bool is_instance_of<Template<Arg>, Template> = true;
+}  // namespace detail
+
+// A kernel family for every op made from one op template, such as the fused elementwise op
+// fused_elementwise<Tree> that a static graph generates: one line gives a device a kernel for
+// every fusion it will ever see.
+template <template <class, class, class> class Kernel, template <class> class OpTemplate, class Devices, class Dtypes>
+struct kernel_template_family {
+  template <class O, class D, class T>
+  static constexpr bool provides = detail::is_instance_of<O, OpTemplate> && Devices::template contains<D> &&
+                                   Dtypes::template contains<T>;
+
+  template <class O, class D, class T>
+  using kernel_type = Kernel<O, D, T>;
 };
 
 // A kernel list: a Hana type list of kernel families, searched in order.

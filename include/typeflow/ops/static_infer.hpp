@@ -27,10 +27,11 @@ struct spec {
   static constexpr tensor_spec value{dtype_of<T>, Shape::value};
 };
 
-template <auto Op, class... Specs>
+// The same over tensor_spec values: what the static graph uses, where each node carries its spec.
+template <auto Op, tensor_spec... In>
   requires op<decltype(Op)>
-struct static_infer {
-  static constexpr std::array<tensor_spec, sizeof...(Specs)> inputs{Specs::value...};
+struct static_infer_specs {
+  static constexpr std::array<tensor_spec, sizeof...(In)> inputs{In...};
   static constexpr bool ok = infer(Op, std::span<const tensor_spec>(inputs)).ok();
 
   // The compiler prints the inference's own message as compile_error's template argument.
@@ -44,6 +45,10 @@ struct static_infer {
     else return tensor_spec{};
   }();
 };
+
+template <auto Op, class... Specs>
+  requires op<decltype(Op)>
+struct static_infer : static_infer_specs<Op, Specs::value...> {};
 
 template <auto Op, class... Specs>
 inline constexpr tensor_spec static_infer_v = static_infer<Op, Specs...>::value;

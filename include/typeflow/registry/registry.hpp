@@ -80,7 +80,7 @@ struct registry {
     constexpr auto found = find_family<Op, Device, T>();
     if constexpr (decltype(boost::hana::is_just(found))::value) {
       using family = typename std::remove_cvref_t<decltype(found.value())>::type;
-      return boost::hana::type_c<typename family::template kernel_type<Device, T>>;
+      return boost::hana::type_c<typename family::template kernel_type<Op, Device, T>>;
     } else {
       // The compiler prints the message as compile_error's template argument.
       static_assert(compile_error<detail::text_constant<[] { return missing_kernel_message<Op, Device, T>(); }>::value>::value,

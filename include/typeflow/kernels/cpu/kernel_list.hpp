@@ -8,6 +8,7 @@
 #include <typeflow/kernels/cpu/array.hpp>
 #include <typeflow/kernels/cpu/binary.hpp>
 #include <typeflow/kernels/cpu/conv2d.hpp>
+#include <typeflow/kernels/cpu/fused.hpp>
 #include <typeflow/kernels/cpu/linalg.hpp>
 #include <typeflow/kernels/cpu/nn.hpp>
 #include <typeflow/kernels/cpu/pool.hpp>
@@ -24,6 +25,7 @@ using cpu_kernel_list = concat_kernel_lists<
     cpu_kernels::nn_kernels,
     cpu_kernels::pool_kernels,
     cpu_kernels::reduction_kernels,
-    cpu_kernels::array_kernels>;
+    cpu_kernels::array_kernels,
+    cpu_kernels::fused_kernels>;
 
 } // namespace typeflow

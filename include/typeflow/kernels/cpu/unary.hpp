@@ -41,12 +41,25 @@ auto unary_expression(const Op& op, const X& x) {
     const T threshold = T(std::log(std::numeric_limits<T>::epsilon())) + T(2);
     return (x > -threshold).select(x, (x < threshold).select(x.exp(), x.exp().log1p()));
   } else if constexpr (std::is_same_v<Op, ops::gelu>) {
-    // gelu's attribute picks the form at run time; both branches are one Eigen expression each,
-    // so this kernel evaluates them through a select on a constant flag.
+    // gelu's attribute picks one of two expression types at run time: see gelu_expression.
     (void)op;
-    static_assert(dependent_false<Op>, "gelu is evaluated by eigen_unary_kernel::compute directly");
+    static_assert(dependent_false<Op>, "gelu is evaluated through gelu_expression<Approximate>");
   } else {
     static_assert(dependent_false<Op>, "unary_expression: no Eigen expression for this unary op");
+  }
+}
+
+// gelu's two forms as Eigen expressions of x.
+template <bool Approximate, class T, class X>
+auto gelu_expression(const X& x) {
+  const T half(0.5), one(1);
+  if constexpr (Approximate) {
+    // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+    const T k(0.7978845608028654), c(0.044715);
+    return half * x * (one + (k * (x + c * x.cube())).tanh());
+  } else {
+    // 0.5 x (1 + erf(x / √2))
+    return half * x * (one + (x * T(0.7071067811865476)).erf());
   }
 }
 
@@ -64,15 +77,8 @@ struct eigen_unary_kernel {
     auto x = ctx.inputs[0].template unchecked_flat<const T>();
     auto y = ctx.outputs[0].template unchecked_flat<T>();
     if constexpr (std::is_same_v<Op, ops::gelu>) {
-      const T half(0.5), one(1);
-      if (op.approximate) {
-        // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-        const T k(0.7978845608028654), c(0.044715);
-        y.device(ctx.device.eigen()) = half * x * (one + (k * (x + c * x.cube())).tanh());
-      } else {
-        // 0.5 x (1 + erf(x / √2))
-        y.device(ctx.device.eigen()) = half * x * (one + (x * T(0.7071067811865476)).erf());
-      }
+      if (op.approximate) y.device(ctx.device.eigen()) = detail::gelu_expression<true, T>(x);
+      else y.device(ctx.device.eigen()) = detail::gelu_expression<false, T>(x);
     } else {
       y.device(ctx.device.eigen()) = detail::unary_expression<Op, T>(op, x);
     }

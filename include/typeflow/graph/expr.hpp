@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+// Expressions of a static graph. An expression is an empty object whose type holds everything:
+// the list of the nodes it depends on, in topological order, ending with its own node. Writing
+// `relu(matmul(x, w) + b)` builds that list at compile time; inference runs as each op is applied,
+// so a shape or dtype mismatch is a compile error at the line that wrote it, in the words the
+// run-time check uses ("add: shapes [2, 3] and [4, 3] do not broadcast: ...").
+//
+//   using namespace typeflow::literals;
+//   constexpr auto x = tf::input<"x", float, tf::static_shape<tf::dyn, 784>>;
+//   constexpr auto w = tf::variable<"w", float, tf::static_shape<784, 10>>;
+//   constexpr auto y = tf::softmax(tf::matmul(x, w) * 0.5_c);   // [?, 784] x [784, 10] -> [?, 10]
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <typeflow/core/compile_error.hpp>
+#include <typeflow/core/detail/dependent_false.hpp>
+#include <typeflow/core/detail/fixed_string.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
+#include <typeflow/ops/array.hpp>
+#include <typeflow/ops/binary.hpp>
+#include <typeflow/ops/linalg.hpp>
+#include <typeflow/ops/nn.hpp>
+#include <typeflow/ops/static_infer.hpp>
+#include <typeflow/ops/unary.hpp>
+
+namespace typeflow {
+
+template <class Nodes>
+struct expr;
+
+template <class... Nodes>
+struct expr<node_list<Nodes...>> {
+  using nodes = node_list<Nodes...>;
+  using node = typename decltype((std::type_identity<Nodes>{}, ...))::type;  // the last
+  static constexpr std::uint64_t id = node_id<node>;
+  static constexpr tensor_spec spec = node::spec;
+  static constexpr dtype type = spec.type;
+  static constexpr shape dims = spec.dims;
+};
+
+namespace detail {
+template <class T>
+inline constexpr bool is_expr = false;
+template <class Nodes>
+inline constexpr bool is_expr<expr<Nodes>> = true;
+}  // namespace detail
+
+// Satisfied by the type of input<"x", float, static_shape<2>> and of relu(x); not by tensor.
+template <class E>
+concept expression = detail::is_expr<std::remove_cvref_t<E>>;
+
+// Leaves.
+template <detail::fixed_string Name, element_type T, class Shape>
+inline constexpr expr<node_list<input_node<Name, T, Shape>>> input{};
+
+template <detail::fixed_string Name, element_type T, class Shape>
+inline constexpr expr<node_list<variable_node<Name, T, Shape>>> variable{};
+
+// A scalar known at compile time whose dtype comes from the other operand: x * 0.5_c, x + scalar<1>.
+template <double Value>
+struct scalar_constant {
+  static constexpr double value = Value;
+};
+template <double Value>
+inline constexpr scalar_constant<Value> scalar{};
+
+// A scalar constant of a given dtype, as an expression of shape [].
+template <double Value, element_type T>
+inline constexpr expr<node_list<constant_node<Value, dtype_of<T>>>> constant{};
+
+namespace detail {
+
+// 2.5_c, 1e-3_c, 10_c: a decimal literal read at compile time.
+template <char... Cs>
+constexpr double parse_decimal() {
+  constexpr char text[] = {Cs..., '\0'};
+  double mantissa = 0;
+  int scale = 0;
+  int exponent = 0;
+  bool fraction = false, in_exponent = false, negative_exponent = false;
+  for (const char* c = text; *c; ++c) {
+    if (*c == '\'') continue;
+    if (*c == '.') { fraction = true; continue; }
+    if (*c == 'e' || *c == 'E') { in_exponent = true; continue; }
+    if (in_exponent && (*c == '-' || *c == '+')) { negative_exponent = *c == '-'; continue; }
+    if (*c < '0' || *c > '9') throw "typeflow::literals::_c takes a decimal number";  // not constant: a compile error
+    if (in_exponent) exponent = exponent * 10 + (*c - '0');
+    else {
+      mantissa = mantissa * 10 + (*c - '0');
+      if (fraction) --scale;
+    }
+  }
+  int e = scale + (negative_exponent ? -exponent : exponent);
+  double p = 1;
+  for (int i = 0; i < (e < 0 ? -e : e); ++i) p *= 10;
+  return e < 0 ? mantissa / p : mantissa * p;
+}
+
+// Every node of several lists, each once, in an order that keeps each list's.
+template <class... Lists>
+struct merge_all;
+template <class List>
+struct merge_all<List> {
+  using type = List;
+};
+template <class A, class B, class... Rest>
+struct merge_all<A, B, Rest...> {
+  using type = typename merge_all<merge_nodes<A, B>, Rest...>::type;
+};
+
+template <class List, class Node>
+using append_node = decltype(List{} + node_list<Node>{});
+
+}  // namespace detail
+
+namespace literals {
+template <char... Cs>
+constexpr scalar_constant<detail::parse_decimal<Cs...>()> operator""_c() {
+  return {};
+}
+}  // namespace literals
+
+// The op value Op applied to expressions: inference at compile time, then a new node.
+// apply<ops::matmul{.transpose_b = true}>(x, w)
+template <auto Op, expression... In>
+  requires op<decltype(Op)>
+constexpr auto apply(In...) {
+  constexpr tensor_spec out = static_infer_specs<Op, In::spec...>::value;
+  using node = op_node<Op, out, In::id...>;
+  return expr<detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>>{};
+}
+
+// The value of `value` stored into variable `var` when this node runs; its dtype and shape must
+// be the variable's.
+template <expression Var, expression Value>
+constexpr auto assign(Var, Value) {
+  static_assert(Var::node::kind == node_kind::variable, "typeflow::assign(var, value): var must be a variable<...>");
+  static_assert(Var::spec == Value::spec || compile_error<detail::text_constant<[] {
+                  if (Var::spec == Value::spec) return detail::text();
+                  return detail::cat("assign to variable '", Var::node::name, "': the value is ", Value::spec,
+                                     ", the variable is ", Var::spec);
+                }>::value>::value,
+                "typeflow::assign(var, value): the value's dtype and shape must be the variable's");
+  using node = assign_node<Var::id, Value::id, Var::spec>;
+  return expr<detail::append_node<merge_nodes<typename Value::nodes, typename Var::nodes>, node>>{};
+}
+
+namespace detail {
+
+// The constant expression of a scalar_constant, in the dtype of the expression beside it.
+template <class Scalar, expression Other>
+using constant_for = expr<node_list<constant_node<Scalar::value, Other::type>>>;
+
+template <class T>
+inline constexpr bool is_scalar_constant = false;
+template <double V>
+inline constexpr bool is_scalar_constant<scalar_constant<V>> = true;
+
+// Run-time numbers cannot be part of a graph's type.
+template <class T>
+inline constexpr bool is_runtime_number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+}  // namespace detail
+
+// An operand of a binary op: an expression or a compile-time scalar.
+template <class T>
+concept operand = expression<T> || detail::is_scalar_constant<std::remove_cvref_t<T>>;
+
+namespace detail {
+template <class A, class B>
+constexpr auto as_expressions() {
+  if constexpr (expression<A> && expression<B>) return std::pair<A, B>{};
+  else if constexpr (expression<A>) return std::pair<A, constant_for<B, A>>{};
+  else return std::pair<constant_for<A, B>, B>{};
+}
+}  // namespace detail
+
+// A binary op on two operands, at least one an expression.
+template <auto Op, operand A, operand B>
+  requires(expression<A> || expression<B>)
+constexpr auto apply_binary(A, B) {
+  using pair = decltype(detail::as_expressions<A, B>());
+  return apply<Op>(typename pair::first_type{}, typename pair::second_type{});
+}
+
+#define TYPEFLOW_GRAPH_BINARY(function, op_type)                              \
+  template <operand A, operand B>                                            \
+    requires(expression<A> || expression<B>)                                 \
+  constexpr auto function(A a, B b) {                                        \
+    return apply_binary<op_type{}>(a, b);                                    \
+  }
+TYPEFLOW_GRAPH_BINARY(operator+, ops::add)
+TYPEFLOW_GRAPH_BINARY(operator-, ops::sub)
+TYPEFLOW_GRAPH_BINARY(operator*, ops::mul)
+TYPEFLOW_GRAPH_BINARY(operator/, ops::div)
+TYPEFLOW_GRAPH_BINARY(maximum, ops::maximum)
+TYPEFLOW_GRAPH_BINARY(minimum, ops::minimum)
+TYPEFLOW_GRAPH_BINARY(pow, ops::pow)
+TYPEFLOW_GRAPH_BINARY(equal, ops::equal)
+TYPEFLOW_GRAPH_BINARY(less, ops::less)
+TYPEFLOW_GRAPH_BINARY(greater, ops::greater)
+#undef TYPEFLOW_GRAPH_BINARY
+
+// x * 2.0 with a run-time number: refused with a message saying what to write instead.
+#define TYPEFLOW_GRAPH_RUNTIME_NUMBER(function)                                                            \
+  template <class A, class B>                                                                              \
+    requires((expression<A> && detail::is_runtime_number<B>) || (detail::is_runtime_number<A> && expression<B>)) \
+  constexpr auto function(A, B) {                                                                          \
+    static_assert(detail::dependent_false<A>,                                                              \
+                  "typeflow: a number in a static graph must be known at compile time: write x * 2.5_c "   \
+                  "(using namespace typeflow::literals) or x * typeflow::scalar<2.5>; a value that changes " \
+                  "between runs is an input<\"name\", T, static_shape<>>");                               \
+  }
+TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator+)
+TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator-)
+TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator*)
+TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator/)
+#undef TYPEFLOW_GRAPH_RUNTIME_NUMBER
+
+#define TYPEFLOW_GRAPH_UNARY(function, op_type) \
+  template <expression X>                      \
+  constexpr auto function(X x) {               \
+    return apply<op_type{}>(x);                \
+  }
+TYPEFLOW_GRAPH_UNARY(operator-, ops::neg)
+TYPEFLOW_GRAPH_UNARY(neg, ops::neg)
+TYPEFLOW_GRAPH_UNARY(abs, ops::abs)
+TYPEFLOW_GRAPH_UNARY(exp, ops::exp)
+TYPEFLOW_GRAPH_UNARY(log, ops::log)
+TYPEFLOW_GRAPH_UNARY(sqrt, ops::sqrt)
+TYPEFLOW_GRAPH_UNARY(rsqrt, ops::rsqrt)
+TYPEFLOW_GRAPH_UNARY(square, ops::square)
+TYPEFLOW_GRAPH_UNARY(tanh, ops::tanh)
+TYPEFLOW_GRAPH_UNARY(sigmoid, ops::sigmoid)
+TYPEFLOW_GRAPH_UNARY(relu, ops::relu)
+TYPEFLOW_GRAPH_UNARY(gelu, ops::gelu)
+TYPEFLOW_GRAPH_UNARY(softplus, ops::softplus)
+TYPEFLOW_GRAPH_UNARY(softmax, ops::softmax)
+TYPEFLOW_GRAPH_UNARY(log_softmax, ops::log_softmax)
+TYPEFLOW_GRAPH_UNARY(identity, ops::identity)
+#undef TYPEFLOW_GRAPH_UNARY
+
+template <dtype To, expression X>
+constexpr auto cast(X x) {
+  return apply<ops::cast{.to = To}>(x);
+}
+
+// [..., m, k] x [..., k, n] -> [..., m, n]
+template <expression A, expression B>
+constexpr auto matmul(A a, B b) {
+  return apply<ops::matmul{}>(a, b);
+}
+// [..., c] + [c]
+template <expression X, expression B>
+constexpr auto bias_add(X x, B b) {
+  return apply<ops::bias_add{}>(x, b);
+}
+// The input as shape To (one dimension may be -1, dyn: inferred).
+template <shape To, expression X>
+constexpr auto reshape(X x) {
+  return apply<ops::reshape{.to = To}>(x);
+}
+
+}  // namespace typeflow

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// The nodes of a static graph, as types. A node names its inputs by *id*, a 64-bit number computed
+// at compile time from the node's own type, never by their types: `relu(x) + x` spells x once, so
+// a stack of residual blocks costs O(1) type size per node instead of doubling per block. Two
+// nodes with the same op, attributes and inputs are the same type, hence the same id: identical
+// pure sub-expressions are one node without any pass that looks for them.
+//   input_node<"x", float, static_shape<dyn, 784>>   fed at each run
+//   variable_node<"w", float, static_shape<784, 10>> state held by the session
+//   constant_node<2.0, dtype::f32>                   a scalar known at compile time
+//   op_node<ops::matmul{}, spec, id_x, id_w>         an op applied to other nodes
+//   assign_node<id_w, id_value>                      stores a value into a variable
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include <typeflow/core/detail/fixed_string.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/ops/op.hpp>
+
+namespace typeflow {
+
+enum class node_kind : std::uint8_t { input, variable, constant, op, assign };
+
+constexpr std::string_view to_string(node_kind k) noexcept {
+  switch (k) {
+    case node_kind::input: return "input";
+    case node_kind::variable: return "variable";
+    case node_kind::constant: return "constant";
+    case node_kind::op: return "op";
+    case node_kind::assign: return "assign";
+  }
+  return "?";
+}
+
+namespace detail {
+
+// The compiler's spelling of a type, as a constant: "... [with T = typeflow::op_node<...>]".
+// GCC and Clang both make __PRETTY_FUNCTION__ usable in constant expressions.
+template <class T>
+constexpr std::string_view type_spelling() noexcept {
+  return __PRETTY_FUNCTION__;
+}
+
+// 64-bit FNV-1a.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 14695981039346656037ull) noexcept {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace detail
+
+// A node's identity: the hash of its type's spelling, which holds the op and its attribute values,
+// the spec and the ids of the inputs (numbers, so the spelling stays short however deep the graph).
+template <class Node>
+inline constexpr std::uint64_t node_id = detail::fnv1a(detail::type_spelling<Node>());
+
+template <detail::fixed_string Name, element_type T, class Shape>
+struct input_node {
+  static constexpr node_kind kind = node_kind::input;
+  static constexpr std::string_view name = Name.view();
+  static constexpr tensor_spec spec{dtype_of<T>, Shape::value};
+  static constexpr std::uint64_t inputs[1] = {0};  // none: num_inputs is 0
+  static constexpr std::size_t num_inputs = 0;
+};
+
+template <detail::fixed_string Name, element_type T, class Shape>
+struct variable_node {
+  static_assert(Shape::value.is_fully_defined(),
+                "typeflow::variable<Name, T, Shape>: a variable's shape must be fully known (no dyn)");
+  static constexpr node_kind kind = node_kind::variable;
+  static constexpr std::string_view name = Name.view();
+  static constexpr tensor_spec spec{dtype_of<T>, Shape::value};
+  static constexpr std::uint64_t inputs[1] = {0};
+  static constexpr std::size_t num_inputs = 0;
+};
+
+// A scalar of dtype D with value Value (held as double: exact for every f16/bf16/f32 value and
+// every integer up to 2^53).
+template <double Value, dtype D>
+struct constant_node {
+  static constexpr node_kind kind = node_kind::constant;
+  static constexpr std::string_view name = "constant";
+  static constexpr double value = Value;
+  static constexpr tensor_spec spec{D, shape{}};
+  static constexpr std::uint64_t inputs[1] = {0};
+  static constexpr std::size_t num_inputs = 0;
+};
+
+template <auto Op, tensor_spec Spec, std::uint64_t... In>
+struct op_node {
+  using op_type = std::remove_cvref_t<decltype(Op)>;
+  static constexpr node_kind kind = node_kind::op;
+  static constexpr std::string_view name = op_type::name;
+  static constexpr op_type op = Op;
+  static constexpr tensor_spec spec = Spec;
+  static constexpr std::uint64_t inputs[sizeof...(In) + 1] = {In..., 0};
+  static constexpr std::size_t num_inputs = sizeof...(In);
+};
+
+// Stores its input (node Value) into the variable node Variable when it runs; its output is the
+// value stored. The variable is not an input: assigning needs no earlier value.
+template <std::uint64_t Variable, std::uint64_t Value, tensor_spec Spec>
+struct assign_node {
+  static constexpr node_kind kind = node_kind::assign;
+  static constexpr std::string_view name = "assign";
+  static constexpr std::uint64_t variable = Variable;
+  static constexpr tensor_spec spec = Spec;
+  static constexpr std::uint64_t inputs[2] = {Value, 0};
+  static constexpr std::size_t num_inputs = 1;
+};
+
+}  // namespace typeflow

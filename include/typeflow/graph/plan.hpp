@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// static_plan: what a run with a given set of fetches executes, decided at compile time.
+//  - Pruning: only the nodes the fetches depend on.
+//  - Fusion: chains and trees of elementwise nodes (unary ops, binary arithmetic with scalar and
+//    row broadcasting, compile-time constants) of one floating dtype, whose intermediate results
+//    have one consumer and are not fetched, become one fused_elementwise<Tree> node that a kernel
+//    evaluates in one pass over memory. At most max_fused_ops ops per group keeps the Eigen
+//    expression, and its compile time, bounded.
+//  - Steps: the positions to run, in topological order, fused interiors left out.
+// Everything is a constexpr loop over the graph's arrays; only the fused trees are built as types.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
+#include <typeflow/graph/static_graph.hpp>
+#include <typeflow/ops/binary.hpp>
+#include <typeflow/ops/fused.hpp>
+#include <typeflow/ops/unary.hpp>
+
+namespace typeflow {
+
+// Ops that a fused group may contain.
+template <class Op>
+inline constexpr bool is_fusable_elementwise =
+    std::is_same_v<Op, ops::neg> || std::is_same_v<Op, ops::abs> || std::is_same_v<Op, ops::exp> ||
+    std::is_same_v<Op, ops::log> || std::is_same_v<Op, ops::sqrt> || std::is_same_v<Op, ops::rsqrt> ||
+    std::is_same_v<Op, ops::square> || std::is_same_v<Op, ops::tanh> || std::is_same_v<Op, ops::sigmoid> ||
+    std::is_same_v<Op, ops::relu> || std::is_same_v<Op, ops::gelu> || std::is_same_v<Op, ops::softplus> ||
+    std::is_same_v<Op, ops::add> || std::is_same_v<Op, ops::sub> || std::is_same_v<Op, ops::mul> ||
+    std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::maximum> || std::is_same_v<Op, ops::minimum> ||
+    std::is_same_v<Op, ops::pow>;
+
+inline constexpr std::size_t max_fused_ops = 24;
+
+namespace detail {
+
+template <class Node>
+inline constexpr bool fusable_node = false;
+template <auto Op, tensor_spec Spec, std::uint64_t... In>
+inline constexpr bool fusable_node<op_node<Op, Spec, In...>> =
+    is_fusable_elementwise<std::remove_cvref_t<decltype(Op)>> && is_floating(Spec.type);
+
+template <class List>
+struct fusable_nodes;
+template <class... Nodes>
+struct fusable_nodes<node_list<Nodes...>> {
+  static constexpr std::array<bool, sizeof...(Nodes)> value{fusable_node<Nodes>...};
+};
+
+// How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.
+constexpr int leaf_layout_of(const shape& in, const shape& out) {
+  if (in == out) return static_cast<int>(fused::leaf_layout::full);
+  if (in.num_elements() == 1) return static_cast<int>(fused::leaf_layout::scalar);
+  std::size_t first = 0;  // leading 1s do not change a broadcast
+  while (first < in.rank() && in[first] == 1) ++first;
+  if (in.rank() - first == 1 && out.rank() >= 2 && in[in.rank() - 1] != dyn && in[in.rank() - 1] == out[out.rank() - 1])
+    return static_cast<int>(fused::leaf_layout::row);
+  return -1;
+}
+
+}  // namespace detail
+
+template <class Graph, bool Fuse, std::size_t... Fetches>
+struct static_plan {
+  using graph_type = Graph;
+  static constexpr std::size_t size = Graph::size;
+  static constexpr std::array<std::size_t, sizeof...(Fetches)> fetches{Fetches...};
+
+  static constexpr std::array<bool, size> fetched = [] {
+    std::array<bool, size> f{};
+    ((f[Fetches] = true), ...);
+    return f;
+  }();
+
+  // Pruning: a node is needed when a fetch depends on it.
+  static constexpr std::array<bool, size> needed = [] {
+    std::array<bool, size> n = fetched;
+    for (std::size_t i = size; i-- > 0;)
+      if (n[i])
+        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) n[Graph::input(i, j)] = true;
+    return n;
+  }();
+
+  // Edges from needed nodes (a node read twice by one consumer counts twice).
+  static constexpr std::array<std::size_t, size> consumers = [] {
+    std::array<std::size_t, size> c{};
+    for (std::size_t i = 0; i < size; ++i)
+      if (needed[i])
+        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) ++c[Graph::input(i, j)];
+    return c;
+  }();
+
+  // Node i can be in a fused group: a fusable op whose every input covers its output.
+  static constexpr std::array<bool, size> candidate = [] {
+    std::array<bool, size> c{};
+    for (std::size_t i = 0; i < size; ++i) {
+      c[i] = Fuse && detail::fusable_nodes<typename Graph::nodes>::value[i];
+      for (std::size_t j = 0; c[i] && j < Graph::num_inputs[i]; ++j)
+        c[i] = detail::leaf_layout_of(Graph::specs[Graph::input(i, j)].dims, Graph::specs[i].dims) >= 0;
+    }
+    return c;
+  }();
+
+  struct grouping {
+    std::array<std::size_t, size> root{};   // the group a node belongs to, named by its last node
+    std::array<std::size_t, size> ops{};    // for a root: the ops in its group
+  };
+  static constexpr grouping groups = [] {
+    grouping g{};
+    std::array<std::size_t, size> consumer{};
+    for (std::size_t i = 0; i < size; ++i)
+      if (needed[i])
+        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) consumer[Graph::input(i, j)] = i;
+    for (std::size_t i = size; i-- > 0;) {
+      g.root[i] = i;
+      g.ops[i] = 1;
+      if (!needed[i] || !candidate[i] || consumers[i] != 1 || fetched[i]) continue;
+      const std::size_t c = consumer[i];
+      const std::size_t r = g.root[c];
+      if (candidate[c] && Graph::specs[i] == Graph::specs[c] && g.ops[r] < max_fused_ops) {
+        g.root[i] = r;
+        ++g.ops[r];
+      }
+    }
+    return g;
+  }();
+
+  static constexpr bool is_fused_root(std::size_t i) { return groups.root[i] == i && groups.ops[i] >= 2; }
+  static constexpr bool in_group(std::size_t root, std::size_t i) {
+    return groups.root[i] == root && Graph::kinds[i] == node_kind::op;
+  }
+
+  // A step runs node i: needed, not inside another node's fused group, and not a constant that
+  // only fused groups read (those fold it into their tree).
+  static constexpr std::array<bool, size> runs = [] {
+    std::array<bool, size> r{};
+    for (std::size_t i = 0; i < size; ++i) r[i] = needed[i] && groups.root[i] == i;
+    for (std::size_t i = 0; i < size; ++i) {
+      if (Graph::kinds[i] != node_kind::constant || !needed[i] || fetched[i]) continue;
+      bool read_by_kernel = false;
+      for (std::size_t c = 0; c < size; ++c) {
+        if (!needed[c] || groups.root[c] != c || groups.ops[c] >= 2) continue;  // fused groups fold constants
+        for (std::size_t j = 0; j < Graph::num_inputs[c]; ++j) read_by_kernel = read_by_kernel || Graph::input(c, j) == i;
+      }
+      r[i] = read_by_kernel;
+    }
+    return r;
+  }();
+  static constexpr std::size_t num_steps = [] {
+    std::size_t n = 0;
+    for (bool r : runs) n += r;
+    return n;
+  }();
+  static constexpr std::array<std::size_t, num_steps> steps = [] {
+    std::array<std::size_t, num_steps> s{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i)
+      if (runs[i]) s[k++] = i;
+    return s;
+  }();
+
+  struct leaf_set {
+    std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
+    std::size_t count = 0;
+  };
+  // The inputs of group `root` from outside it (constants are folded into the tree), in the
+  // order a depth-first walk from the root meets them, each once.
+  static constexpr leaf_set leaves_of(std::size_t root) {
+    leaf_set l;
+    std::array<std::size_t, 2 * max_fused_ops + 2> stack{};
+    std::size_t top = 0;
+    stack[top++] = root;
+    while (top > 0) {
+      const std::size_t p = stack[--top];
+      if (in_group(root, p)) {
+        for (std::size_t j = Graph::num_inputs[p]; j-- > 0;) stack[top++] = Graph::input(p, j);
+      } else if (Graph::kinds[p] != node_kind::constant) {
+        bool seen = false;
+        for (std::size_t k = 0; k < l.count; ++k) seen = seen || l.positions[k] == p;
+        if (!seen) l.positions[l.count++] = p;
+      }
+    }
+    return l;
+  }
+  template <std::size_t Root>
+  static constexpr auto leaf_positions = [] {
+    constexpr leaf_set l = leaves_of(Root);
+    std::array<std::size_t, l.count> a{};
+    for (std::size_t k = 0; k < l.count; ++k) a[k] = l.positions[k];
+    return a;
+  }();
+
+  static constexpr std::size_t leaf_index(std::size_t root, std::size_t p) {
+    const leaf_set l = leaves_of(root);
+    for (std::size_t k = 0; k < l.count; ++k)
+      if (l.positions[k] == p) return k;
+    return l.count;
+  }
+
+  // Which steps are fused, and what they contain: "5: fused_elementwise(relu(add(#0, #1))) <- 3, 4".
+  static std::string describe() {
+    detail::text t;
+    for (std::size_t s : steps) {
+      Graph::append_node(t, s);
+      if (is_fused_root(s)) {
+        t.append("  [fused: ");
+        detail::append_int(t, static_cast<std::int64_t>(groups.ops[s]));
+        t.append(" ops, inputs");
+        const leaf_set l = leaves_of(s);
+        for (std::size_t k = 0; k < l.count; ++k) {
+          t.push_back(' ');
+          detail::append_int(t, static_cast<std::int64_t>(l.positions[k]));
+        }
+        t.push_back(']');
+      }
+      t.push_back('\n');
+    }
+    return t.str();
+  }
+};
+
+namespace detail {
+
+// The tree of group Root seen from node P.
+template <class Plan, std::size_t Root, std::size_t P,
+          bool Member = Plan::in_group(Root, P),
+          node_kind Kind = Plan::graph_type::kinds[P]>
+struct fused_tree;
+
+template <class Plan, std::size_t Root, std::size_t P>
+struct fused_tree<Plan, Root, P, true, node_kind::op> {
+  using graph = typename Plan::graph_type;
+  using node = node_at_t<P, typename graph::nodes>;
+  static constexpr auto make() {
+    if constexpr (node::num_inputs == 1)
+      return std::type_identity<fused::unary<node::op, typename fused_tree<Plan, Root, graph::input(P, 0)>::type>>{};
+    else
+      return std::type_identity<fused::binary<node::op, typename fused_tree<Plan, Root, graph::input(P, 0)>::type,
+                                              typename fused_tree<Plan, Root, graph::input(P, 1)>::type>>{};
+  }
+  using type = typename decltype(make())::type;
+};
+
+template <class Plan, std::size_t Root, std::size_t P>
+struct fused_tree<Plan, Root, P, false, node_kind::constant> {
+  using type = fused::constant<node_at_t<P, typename Plan::graph_type::nodes>::value>;
+};
+
+template <class Plan, std::size_t Root, std::size_t P, node_kind Kind>
+struct fused_tree<Plan, Root, P, false, Kind> {
+  using graph = typename Plan::graph_type;
+  static constexpr int layout = leaf_layout_of(graph::specs[P].dims, graph::specs[Root].dims);
+  using type = fused::leaf<Plan::leaf_index(Root, P), static_cast<fused::leaf_layout>(layout)>;
+};
+
+}  // namespace detail
+
+// The op a fused group runs: fused_elementwise<Tree> over the group's leaves.
+template <class Plan, std::size_t Root>
+using fused_op_of = ops::fused_elementwise<typename detail::fused_tree<Plan, Root, Root>::type>;
+
+}  // namespace typeflow

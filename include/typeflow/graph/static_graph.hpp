@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// static_graph: a whole graph as a type. graph(y, z) collects every node the outputs depend on,
+// each once, in topological order (the order the expressions were written in), and turns the
+// types into small constexpr arrays -- kinds, specs, names, input positions -- on which the
+// planner (pruning, fusion) runs as ordinary constexpr loops.
+//   constexpr auto g = tf::graph(y);
+//   std::puts(decltype(g)::describe().c_str());   // one line per node: op, inputs, dtype and shape
+//   std::puts(decltype(g)::to_dot().c_str());     // Graphviz
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/graph/expr.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
+
+namespace typeflow {
+
+template <class Nodes>
+struct static_graph;
+
+namespace detail {
+template <class Node>
+constexpr double constant_value() {
+  if constexpr (Node::kind == node_kind::constant) return Node::value;
+  else return 0;
+}
+}  // namespace detail
+
+template <class... Nodes>
+struct static_graph<node_list<Nodes...>> {
+  using nodes = node_list<Nodes...>;
+  static constexpr std::size_t size = sizeof...(Nodes);
+
+  static constexpr std::array<node_kind, size> kinds{Nodes::kind...};
+  static constexpr std::array<tensor_spec, size> specs{Nodes::spec...};
+  static constexpr std::array<std::string_view, size> names{Nodes::name...};
+  static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
+  static constexpr std::array<double, size> constant_values{detail::constant_value<Nodes>()...};
+  static constexpr std::size_t num_edges = (std::size_t{0} + ... + Nodes::num_inputs);
+
+  // The inputs of node i are input_positions[input_begin[i] .. input_begin[i + 1]).
+  static constexpr std::array<std::size_t, size + 1> input_begin = [] {
+    std::array<std::size_t, size + 1> b{};
+    for (std::size_t i = 0; i < size; ++i) b[i + 1] = b[i] + num_inputs[i];
+    return b;
+  }();
+
+ private:
+  template <class Node>
+  static constexpr std::array<std::size_t, Node::num_inputs + 1> positions_of_inputs() {
+    std::array<std::size_t, Node::num_inputs + 1> p{};
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      ((p[Is] = position_of<nodes, Node::inputs[Is]>), ...);
+    }(std::make_index_sequence<Node::num_inputs>{});
+    return p;
+  }
+
+ public:
+  static constexpr std::array<std::size_t, num_edges + 1> input_positions = [] {
+    std::array<std::size_t, num_edges + 1> e{};
+    std::size_t k = 0;
+    (
+        [&] {
+          constexpr auto p = positions_of_inputs<Nodes>();
+          for (std::size_t j = 0; j < Nodes::num_inputs; ++j) e[k++] = p[j];
+        }(),
+        ...);
+    return e;
+  }();
+
+  static constexpr std::size_t input(std::size_t node, std::size_t j) { return input_positions[input_begin[node] + j]; }
+
+  // The position of an expression's node in this graph; a compile error when it is not in it.
+  template <expression E>
+  static constexpr std::size_t position() {
+    static_assert(detail::contains_id<nodes, E::id>,
+                  "typeflow: this expression is not part of the graph: build the graph from outputs that depend on it");
+    return position_of<nodes, E::id>;
+  }
+
+  // Variables get numbers 0, 1, ... in graph order: where a session keeps their values.
+  static constexpr std::size_t num_variables = (std::size_t{0} + ... + (Nodes::kind == node_kind::variable));
+  static constexpr std::array<std::size_t, size> variable_index = [] {
+    std::array<std::size_t, size> v{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i) v[i] = kinds[i] == node_kind::variable ? k++ : size;
+    return v;
+  }();
+
+  // Inputs get numbers 0, 1, ... in graph order: where a run finds their feeds.
+  static constexpr std::size_t num_input_nodes = (std::size_t{0} + ... + (Nodes::kind == node_kind::input));
+  static constexpr std::array<std::size_t, size> input_node_index = [] {
+    std::array<std::size_t, size> v{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i) v[i] = kinds[i] == node_kind::input ? k++ : size;
+    return v;
+  }();
+
+  // "3: add(1, 2) -> f32[?, 10]" per line.
+  static std::string describe() {
+    detail::text t;
+    for (std::size_t i = 0; i < size; ++i) {
+      append_node(t, i);
+      t.push_back('\n');
+    }
+    return t.str();
+  }
+
+  static void append_node(detail::text& t, std::size_t i) {
+    detail::append_int(t, static_cast<std::int64_t>(i));
+    t.append(": ");
+    if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
+      t.append(to_string(kinds[i]));
+      t.append(" '");
+      t.append(names[i]);
+      t.push_back('\'');
+    } else if (kinds[i] == node_kind::constant) {
+      t.append("constant ");
+      detail::append(t, constant_values[i]);
+    } else {
+      t.append(names[i]);
+      t.push_back('(');
+      for (std::size_t j = 0; j < num_inputs[i]; ++j) {
+        if (j) t.append(", ");
+        detail::append_int(t, static_cast<std::int64_t>(input(i, j)));
+      }
+      t.push_back(')');
+    }
+    t.append(" -> ");
+    specs[i].append_to(t);
+  }
+
+  // Graphviz: one node per graph node (op and spec), one edge per input.
+  static std::string to_dot() {
+    detail::text t("digraph typeflow {\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (std::size_t i = 0; i < size; ++i) {
+      t.append("  n");
+      detail::append_int(t, static_cast<std::int64_t>(i));
+      t.append(" [label=\"");
+      if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
+        t.append(to_string(kinds[i]));
+        t.push_back(' ');
+      }
+      t.append(names[i]);
+      t.append("\\n");
+      specs[i].append_to(t);
+      t.append("\"];\n");
+    }
+    for (std::size_t i = 0; i < size; ++i)
+      for (std::size_t j = 0; j < num_inputs[i]; ++j) {
+        t.append("  n");
+        detail::append_int(t, static_cast<std::int64_t>(input(i, j)));
+        t.append(" -> n");
+        detail::append_int(t, static_cast<std::int64_t>(i));
+        t.append(";\n");
+      }
+    t.append("}\n");
+    return t.str();
+  }
+};
+
+// The graph of the given outputs: every node they depend on, each once, in topological order.
+template <expression... Outputs>
+  requires(sizeof...(Outputs) > 0)
+constexpr auto graph(Outputs...) {
+  return static_graph<typename detail::merge_all<typename Outputs::nodes...>::type>{};
+}
+
+}  // namespace typeflow

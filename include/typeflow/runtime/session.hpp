@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+// session<Graph, Device, Registry, Fuse>: runs a static graph on a device policy.
+//   tf::cpu device;
+//   tf::session s(g, device);
+//   s.initialize(w, w0);                                    // variables persist across runs
+//   auto r = s.run(tf::feed(x, batch), tf::fetch(y));       // result<std::tuple<typed_tensor<float>>>
+// At compile time: the plan for the fetches (pruned, fused), the kernel of every step, and these
+// errors: a needed input that is not fed, a fed typed_tensor of the wrong dtype, feeding a node
+// that is not an input, fetching a node that is not in the graph. At run time: a fed shape that
+// does not fit the input's static shape is invalid_argument naming the input and both shapes.
+// run() may be called from many threads at once: each run takes a state from a pool.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <typeflow/core/compile_error.hpp>
+#include <typeflow/core/detail/fixed_string.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/core/typed_tensor.hpp>
+#include <typeflow/device/device.hpp>
+#include <typeflow/graph/expr.hpp>
+#include <typeflow/graph/plan.hpp>
+#include <typeflow/graph/static_graph.hpp>
+#include <typeflow/registry/default_registry.hpp>
+#include <typeflow/runtime/static_executor.hpp>
+#include <typeflow/runtime/variable_store.hpp>
+
+namespace typeflow {
+
+// feed(x, t): the value of input x for one run. t is a typed_tensor<T> (its dtype checked at
+// compile time) or a tensor (checked at run time).
+template <expression E, class Value>
+struct feed_value {
+  using expr_type = E;
+  const Value& value;
+};
+template <expression E, class Value>
+  requires(std::same_as<Value, tensor> || requires { typename Value::value_type; })
+constexpr feed_value<E, Value> feed(E, const Value& value) {
+  return {value};
+}
+
+// fetch(y): an output wanted from a run.
+template <expression E>
+struct fetch_handle {
+  using expr_type = E;
+};
+template <expression E>
+constexpr fetch_handle<E> fetch(E) {
+  return {};
+}
+
+namespace detail {
+template <class T>
+inline constexpr bool is_feed = false;
+template <class E, class V>
+inline constexpr bool is_feed<feed_value<E, V>> = true;
+template <class T>
+inline constexpr bool is_fetch = false;
+template <class E>
+inline constexpr bool is_fetch<fetch_handle<E>> = true;
+}  // namespace detail
+
+template <class Graph, device_policy Device, class Registry = default_registry, bool Fuse = true>
+class session {
+ public:
+  using graph_type = Graph;
+  using state = static_state<Graph::size>;
+
+  session(Graph, Device& device) : device_(&device), variables_(Graph::num_variables) {}
+
+  // Sets a variable's value (a copy of `value`'s handle: the buffer is shared, not copied).
+  template <expression Var>
+  status initialize(Var, const tensor& value) {
+    constexpr std::size_t p = Graph::template position<Var>();
+    static_assert(Graph::kinds[p] == node_kind::variable, "session::initialize(v, value): v must be a variable<...>");
+    if (value.spec() != Graph::specs[p])
+      return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
+                                      ", the variable is ", Graph::specs[p]);
+    if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
+    variables_.write(Graph::variable_index[p], value);
+    return ok_status();
+  }
+  // Sets every element of a variable to `value`.
+  template <expression Var, class Number>
+    requires std::is_arithmetic_v<Number>
+  status initialize(Var v, Number value) {
+    constexpr std::size_t p = Graph::template position<Var>();
+    using T = element_t<Graph::specs[p].type>;
+    auto t = tensor::filled<T>(Graph::specs[p].dims, static_cast<T>(value));
+    if (!t.ok()) return std::move(t).take_status();
+    return initialize(v, *t);
+  }
+
+  // The current value of a variable.
+  template <expression Var>
+  result<tensor> value_of(Var) const {
+    constexpr std::size_t p = Graph::template position<Var>();
+    static_assert(Graph::kinds[p] == node_kind::variable, "session::value_of(v): v must be a variable<...>");
+    tensor t;
+    if (auto st = variables_.read(Graph::variable_index[p], Graph::names[p], t); !st.ok()) return st;
+    return t;
+  }
+
+  // run(feed(x, t)..., fetch(y)...): the fetched values, in the order of the fetches.
+  template <class... Args>
+    requires((detail::is_feed<Args> || detail::is_fetch<Args>) && ...)
+  auto run(const Args&... args) {
+    constexpr std::size_t num_fetches = (std::size_t{0} + ... + detail::is_fetch<Args>);
+    static_assert(num_fetches > 0, "session::run: fetch at least one node: run(feed(x, t), fetch(y))");
+    return run_fetches<fetch_positions<Args...>()>(std::make_index_sequence<num_fetches>{}, args...);
+  }
+
+  // The plan a run with these fetches executes: its steps and fused groups, one per line.
+  template <class... Fetches>
+    requires(detail::is_fetch<Fetches> && ...)
+  static std::string describe_plan(Fetches...) {
+    return static_plan<Graph, Fuse, Graph::template position<typename Fetches::expr_type>()...>::describe();
+  }
+
+ private:
+  template <class... Args>
+  static constexpr auto fetch_positions() {
+    std::array<std::size_t, (std::size_t{0} + ... + detail::is_fetch<Args>)> f{};
+    std::size_t k = 0;
+    (
+        [&] {
+          if constexpr (detail::is_fetch<Args>) f[k++] = Graph::template position<typename Args::expr_type>();
+        }(),
+        ...);
+    return f;
+  }
+
+  // Input numbers of the feeds, in argument order (Graph::size for fetches).
+  template <class... Args>
+  static constexpr auto feed_inputs() {
+    std::array<std::size_t, sizeof...(Args)> f{};
+    std::size_t k = 0;
+    (
+        [&] {
+          if constexpr (detail::is_feed<Args>) {
+            constexpr std::size_t p = Graph::template position<typename Args::expr_type>();
+            f[k] = Graph::input_node_index[p];
+          } else {
+            f[k] = Graph::size;
+          }
+          ++k;
+        }(),
+        ...);
+    return f;
+  }
+
+  // The first input that Plan needs and no argument feeds, or Graph::size; the same for an
+  // input fed twice.
+  template <class Plan, class... Args>
+  static constexpr std::size_t first_unfed() {
+    constexpr auto fed = feed_inputs<Args...>();
+    for (std::size_t i = 0; i < Graph::size; ++i) {
+      if (Graph::kinds[i] != node_kind::input || !Plan::needed[i]) continue;
+      bool found = false;
+      for (std::size_t f : fed) found = found || f == Graph::input_node_index[i];
+      if (!found) return i;
+    }
+    return Graph::size;
+  }
+  template <class... Args>
+  static constexpr std::size_t first_fed_twice() {
+    constexpr auto fed = feed_inputs<Args...>();
+    for (std::size_t a = 0; a < fed.size(); ++a)
+      for (std::size_t b = a + 1; b < fed.size(); ++b)
+        if (fed[a] != Graph::size && fed[a] == fed[b])
+          for (std::size_t i = 0; i < Graph::size; ++i)
+            if (Graph::kinds[i] == node_kind::input && Graph::input_node_index[i] == fed[a]) return i;
+    return Graph::size;
+  }
+
+  template <class Arg>
+  static status bind_feed(const Arg& arg, std::array<const tensor*, Graph::num_input_nodes + 1>& feeds) {
+    if constexpr (detail::is_feed<Arg>) {
+      using E = typename Arg::expr_type;
+      constexpr std::size_t p = Graph::template position<E>();
+      static_assert(Graph::kinds[p] == node_kind::input ||
+                        compile_error<detail::text_constant<[] {
+                          constexpr std::size_t q = Graph::template position<E>();
+                          if (Graph::kinds[q] == node_kind::input) return detail::text();
+                          return detail::cat("session::run: feed(", Graph::names[q], ", ...): node ", q, " (",
+                                             Graph::names[q], ") is a ", to_string(Graph::kinds[q]),
+                                             ", not an input; only input<...> nodes are fed");
+                        }>::value>::value,
+                    "session::run: only input<...> nodes can be fed");
+      constexpr tensor_spec want = Graph::specs[p];
+      using value_type = std::remove_cvref_t<decltype(arg.value)>;
+      if constexpr (std::is_same_v<value_type, tensor>) {
+        if (arg.value.dtype() != want.type)
+          return errors::invalid_argument("input '", Graph::names[p], "': fed a tensor of dtype ", arg.value.dtype(),
+                                          ", the input is ", want.type);
+      } else {
+        static_assert(dtype_of<typename value_type::value_type> == want.type ||
+                          compile_error<detail::text_constant<[] {
+                            constexpr std::size_t q = Graph::template position<E>();
+                            if (dtype_of<typename value_type::value_type> == Graph::specs[q].type) return detail::text();
+                            return detail::cat("session::run: input '", Graph::names[q], "' is ", Graph::specs[q].type,
+                                               " but is fed a typed_tensor of ",
+                                               dtype_of<typename value_type::value_type>);
+                          }>::value>::value,
+                      "session::run: the fed typed_tensor's dtype must be the input's");
+      }
+      const tensor& t = arg.value;
+      if (!t.valid()) return errors::invalid_argument("input '", Graph::names[p], "': fed a tensor with no storage");
+      if (!matches(want.dims, t.shape()))
+        return errors::invalid_argument("input '", Graph::names[p], "': fed shape ", t.shape(),
+                                        " does not match the input's shape ", want.dims);
+      feeds[Graph::input_node_index[p]] = &t;
+    }
+    return ok_status();
+  }
+
+  template <auto Fetches, std::size_t... Fs, class... Args>
+  auto run_fetches(std::index_sequence<Fs...>, const Args&... args)
+      -> result<std::tuple<typed_tensor<element_t<Graph::specs[Fetches[Fs]].type>>...>> {
+    using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
+    constexpr std::size_t unfed = first_unfed<Plan, Args...>();
+    constexpr std::size_t unfed_name = unfed < Graph::size ? unfed : 0;  // the message is built either way
+    static_assert(unfed == Graph::size || compile_error<detail::text_constant<[] {
+                    if (unfed == Graph::size) return detail::text();
+                    return detail::cat("session::run: input '", Graph::names[unfed_name],
+                                       "' is needed by the fetches but not fed: add feed(", Graph::names[unfed_name],
+                                       ", value)");
+                  }>::value>::value,
+                  "session::run: every input the fetches need must be fed");
+    constexpr std::size_t twice = first_fed_twice<Args...>();
+    constexpr std::size_t twice_name = twice < Graph::size ? twice : 0;
+    static_assert(twice == Graph::size || compile_error<detail::text_constant<[] {
+                    if (twice == Graph::size) return detail::text();
+                    return detail::cat("session::run: input '", Graph::names[twice_name], "' is fed twice");
+                  }>::value>::value,
+                  "session::run: feed each input once");
+
+    std::array<const tensor*, Graph::num_input_nodes + 1> feeds{};
+    status st;
+    (void)((st = bind_feed(args, feeds), st.ok()) && ...);
+    if (!st.ok()) return st;
+
+    using executor = static_executor<Plan, Device, Registry>;
+    std::unique_ptr<state> s = acquire();
+    st = executor::run(*device_, *s, static_environment{std::span<const tensor* const>(feeds), &variables_});
+    if (!st.ok()) {
+      executor::release_leaves(*s);
+      release(std::move(s));
+      return st;
+    }
+    std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...> out{
+        typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(s->slots[Plan::fetches[Fs]])...};
+    executor::release_leaves(*s);
+    release(std::move(s));
+    return out;
+  }
+
+  std::unique_ptr<state> acquire() {
+    {
+      std::lock_guard lock(pool_mutex_);
+      if (!pool_.empty()) {
+        auto s = std::move(pool_.back());
+        pool_.pop_back();
+        return s;
+      }
+    }
+    return std::make_unique<state>();
+  }
+  void release(std::unique_ptr<state> s) {
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(s));
+  }
+
+  Device* device_;
+  variable_store variables_;
+  std::mutex pool_mutex_;
+  std::vector<std::unique_ptr<state>> pool_;
+};
+
+} // namespace typeflow
