@@ -230,19 +230,19 @@ class session {
       -> result<std::tuple<typed_tensor<element_t<Graph::specs[Fetches[Fs]].type>>...>> {
     using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
     constexpr std::size_t unfed = first_unfed<Plan, Args...>();
-    constexpr std::size_t unfed_name = unfed < Graph::size ? unfed : 0;  // the message is built either way
     static_assert(unfed == Graph::size || compile_error<detail::text_constant<[] {
-                    if (unfed == Graph::size) return detail::text();
-                    return detail::cat("session::run: input '", Graph::names[unfed_name],
-                                       "' is needed by the fetches but not fed: add feed(", Graph::names[unfed_name],
-                                       ", value)");
+                    constexpr std::size_t u = first_unfed<Plan, Args...>();
+                    if constexpr (u == Graph::size) return detail::text();
+                    else
+                      return detail::cat("session::run: input '", Graph::names[u],
+                                         "' is needed by the fetches but not fed: add feed(", Graph::names[u], ", value)");
                   }>::value>::value,
                   "session::run: every input the fetches need must be fed");
     constexpr std::size_t twice = first_fed_twice<Args...>();
-    constexpr std::size_t twice_name = twice < Graph::size ? twice : 0;
     static_assert(twice == Graph::size || compile_error<detail::text_constant<[] {
-                    if (twice == Graph::size) return detail::text();
-                    return detail::cat("session::run: input '", Graph::names[twice_name], "' is fed twice");
+                    constexpr std::size_t u = first_fed_twice<Args...>();
+                    if constexpr (u == Graph::size) return detail::text();
+                    else return detail::cat("session::run: input '", Graph::names[u], "' is fed twice");
                   }>::value>::value,
                   "session::run: feed each input once");
 

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+// Static graphs: composition (topological order, one node per identical sub-expression, O(1) type
+// size per reuse), pruning and fusion groups as compile-time facts; the session's results against
+// plain references on both host policies, its run-time errors, variables across runs, fetches of
+// intermediates, and many threads running one session at once.
+#include "support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tf = typeflow;
+using namespace tf::literals;
+using tf::dyn;
+using tf::static_shape;
+using tf::test::random_tensor;
+using tf::test::require_error;
+
+namespace {
+
+constexpr auto x = tf::input<"x", float, static_shape<dyn, 4>>;
+constexpr auto w = tf::variable<"w", float, static_shape<4, 3>>;
+constexpr auto b = tf::variable<"b", float, static_shape<3>>;
+constexpr auto logits = tf::relu(tf::matmul(x, w) + b) * 2.0_c;
+constexpr auto probabilities = tf::softmax(logits);
+using dense_graph = decltype(tf::graph(probabilities));
+
+// A residual stack: x = relu(matmul(x, v)) + x, Blocks times, every block reusing x twice.
+template <int Blocks, class X>
+constexpr auto residual(X in) {
+  constexpr auto v = tf::variable<"v", float, static_shape<8, 8>>;
+  if constexpr (Blocks == 0) return in;
+  else return residual<Blocks - 1>(tf::relu(tf::matmul(in, v)) + in);
+}
+
+std::vector<float> reference_dense(const tf::tensor& xt, const std::vector<float>& wv, const std::vector<float>& bv) {
+  const auto xs = xt.unchecked_values<const float>();
+  const std::int64_t rows = xt.dim(0);
+  std::vector<float> out(static_cast<std::size_t>(rows * 3));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double z[3];
+    double mx = -1e300;
+    for (int j = 0; j < 3; ++j) {
+      double acc = bv[j];
+      for (int k = 0; k < 4; ++k) acc += double(xs[r * 4 + k]) * wv[k * 3 + j];
+      z[j] = std::max(acc, 0.0) * 2.0;
+      mx = std::max(mx, z[j]);
+    }
+    double sum = 0;
+    for (double& v : z) sum += (v = std::exp(v - mx));
+    for (int j = 0; j < 3; ++j) out[r * 3 + j] = static_cast<float>(z[j] / sum);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("graph: nodes in topological order, each input before its consumers") {
+  using g = dense_graph;
+  STATIC_REQUIRE(g::size == 9);
+  STATIC_REQUIRE(g::names[0] == "x");
+  STATIC_REQUIRE(g::names[2] == "matmul");
+  STATIC_REQUIRE(g::names[8] == "softmax");
+  constexpr bool ordered = [] {
+    for (std::size_t i = 0; i < g::size; ++i)
+      for (std::size_t j = 0; j < g::num_inputs[i]; ++j)
+        if (g::input(i, j) >= i) return false;
+    return true;
+  }();
+  STATIC_REQUIRE(ordered);
+  STATIC_REQUIRE(g::specs[8] == tf::tensor_spec{tf::dtype::f32, tf::shape{dyn, 3}});
+  STATIC_REQUIRE(g::num_variables == 2);
+  STATIC_REQUIRE(g::num_input_nodes == 1);
+}
+
+TEST_CASE("graph: identical pure sub-expressions are one node") {
+  constexpr auto a = tf::relu(x) + tf::relu(x);
+  using g = decltype(tf::graph(a));
+  STATIC_REQUIRE(g::size == 3);  // x, relu, add
+  STATIC_REQUIRE(g::input(2, 0) == g::input(2, 1));
+  // Outputs written separately but equal merge too.
+  using g2 = decltype(tf::graph(tf::exp(x) * 3.0_c, tf::exp(x) * 3.0_c, tf::exp(x)));
+  STATIC_REQUIRE(g2::size == 4);  // x, exp, constant, mul
+  // Different attributes are different nodes.
+  using g3 = decltype(tf::graph(tf::apply<tf::ops::softmax{.axis = 0}>(x) + tf::apply<tf::ops::softmax{.axis = 1}>(x)));
+  STATIC_REQUIRE(g3::size == 4);
+}
+
+TEST_CASE("graph: reuse costs one node per use, not a copy of the sub-graph") {
+  constexpr auto in = tf::input<"in", float, static_shape<2, 8>>;
+  using g = decltype(tf::graph(residual<32>(in)));
+  STATIC_REQUIRE(g::size == 2 + 3 * 32);  // in, v, and matmul + relu + add per block
+}
+
+TEST_CASE("plan: only what the fetches need runs") {
+  constexpr auto y = tf::exp(x);
+  constexpr auto z = tf::tanh(x);
+  using g = decltype(tf::graph(y, z));
+  constexpr std::size_t py = g::position<decltype(y)>();
+  constexpr std::size_t pz = g::position<decltype(z)>();
+  using plan = tf::static_plan<g, true, py>;
+  STATIC_REQUIRE(plan::needed[py]);
+  STATIC_REQUIRE_FALSE(plan::needed[pz]);
+  STATIC_REQUIRE(plan::num_steps == 2);  // x, exp
+}
+
+TEST_CASE("plan: elementwise chains fuse; fetched or shared intermediates end a group") {
+  using g = dense_graph;
+  using plan = tf::static_plan<g, true, 8>;
+  // add (row broadcast of b), relu and mul (scalar constant) are one group rooted at mul.
+  STATIC_REQUIRE(plan::is_fused_root(7));
+  STATIC_REQUIRE(plan::groups.ops[7] == 3);
+  STATIC_REQUIRE(plan::groups.root[4] == 7);
+  STATIC_REQUIRE(plan::groups.root[5] == 7);
+  STATIC_REQUIRE(plan::num_steps == 6);  // x, w, matmul, b, fused, softmax (the constant is folded)
+  STATIC_REQUIRE(plan::leaf_positions<7> == std::array<std::size_t, 2>{2, 3});
+  using tree = tf::fused_op_of<plan, 7>::tree;
+  STATIC_REQUIRE(tree::size == 3);
+  STATIC_REQUIRE(tree::has_row);
+
+  // Fetching relu's output as well keeps it out of the group.
+  using plan2 = tf::static_plan<g, true, 8, 5>;
+  STATIC_REQUIRE(plan2::groups.root[5] == 5);
+  STATIC_REQUIRE(plan2::is_fused_root(5));  // add + relu
+  STATIC_REQUIRE_FALSE(plan2::is_fused_root(7));  // mul alone: one op is not a fusion
+
+  // Unfused plans run every node.
+  using unfused = tf::static_plan<g, false, 8>;
+  STATIC_REQUIRE(unfused::num_steps == 9);
+
+  // A node read by two consumers is not fused into either.
+  constexpr auto t = tf::tanh(x * 0.5_c);
+  using g4 = decltype(tf::graph(tf::exp(t) + tf::sigmoid(t)));
+  using plan4 = tf::static_plan<g4, true, g4::size - 1>;
+  STATIC_REQUIRE(plan4::groups.root[g4::position<decltype(t)>()] == g4::position<decltype(t)>());
+}
+
+TEST_CASE("graph: describes itself as a listing and as Graphviz") {
+  const std::string listing = dense_graph::describe();
+  CHECK(listing.find("0: input 'x' -> f32[?, 4]") != std::string::npos);
+  CHECK(listing.find("2: matmul(0, 1) -> f32[?, 3]") != std::string::npos);
+  CHECK(listing.find("6: constant 2 -> f32[]") != std::string::npos);
+  const std::string dot = dense_graph::to_dot();
+  CHECK(dot.rfind("digraph typeflow {", 0) == 0);
+  CHECK(dot.find("n2 -> n4;") != std::string::npos);
+  const std::string plan = tf::session<dense_graph, tf::cpu>::describe_plan(tf::fetch(probabilities));
+  CHECK(plan.find("[fused: 3 ops, inputs 2 3]") != std::string::npos);
+}
+
+TEMPLATE_LIST_TEST_CASE("session: results match a plain reference, fused and unfused", "[session]",
+                        tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  const std::vector<float> wv{0.5f, -1, 0.25f, 2, 0.75f, -0.5f, 1, 1, -1, 0.1f, 0.2f, 0.3f};
+  const std::vector<float> bv{0.1f, -0.2f, 0.3f};
+  auto wt = tf::tensor::from_values<float>(std::span<const float>(wv), tf::shape{4, 3});
+  auto bt = tf::tensor::from_values<float>(std::span<const float>(bv), tf::shape{3});
+
+  tf::session fused(tf::graph(probabilities), device);
+  tf::session<dense_graph, TestType, tf::default_registry, false> unfused(tf::graph(probabilities), device);
+  REQUIRE(fused.initialize(w, *wt).ok());
+  REQUIRE(fused.initialize(b, *bt).ok());
+  REQUIRE(unfused.initialize(w, *wt).ok());
+  REQUIRE(unfused.initialize(b, *bt).ok());
+
+  for (std::int64_t rows : {1, 3, 17}) {
+    const tf::tensor xt = random_tensor<float>(tf::shape{rows, 4}, 40 + rows);
+    auto r1 = fused.run(tf::feed(x, xt), tf::fetch(probabilities));
+    auto r2 = unfused.run(tf::feed(x, xt), tf::fetch(probabilities));
+    REQUIRE(r1.ok());
+    REQUIRE(r2.ok());
+    const auto want = reference_dense(xt, wv, bv);
+    const auto got1 = std::get<0>(*r1).values();
+    const auto got2 = std::get<0>(*r2).values();
+    REQUIRE(got1.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(got1[i] == Approx(want[i]).margin(1e-5));
+      CHECK(got2[i] == Approx(want[i]).margin(1e-5));
+    }
+    CHECK(std::get<0>(*r1).shape() == tf::shape{rows, 3});
+  }
+}
+
+TEST_CASE("session: intermediates can be fetched with the outputs") {
+  tf::cpu device;
+  tf::session s(tf::graph(probabilities), device);
+  REQUIRE(s.initialize(w, 1.0f).ok());
+  REQUIRE(s.initialize(b, 0.0f).ok());
+  auto xt = tf::tensor::from_values<float>({1, 2, 3, 4, -1, -2, -3, -4}, tf::shape{2, 4});
+  auto r = s.run(tf::feed(x, *xt), tf::fetch(logits), tf::fetch(probabilities), tf::fetch(w));
+  REQUIRE(r.ok());
+  const auto& [l, p, wv] = *r;
+  CHECK(l[0] == 20.0f);  // relu(1+2+3+4) * 2
+  CHECK(l[3] == 0.0f);   // relu(-10) * 2
+  CHECK(p[0] == Approx(1.0f / 3));
+  CHECK(wv.shape() == tf::shape{4, 3});
+}
+
+TEST_CASE("session: a fetched tensor stays valid while later runs reuse the other buffers") {
+  tf::cpu device;
+  constexpr auto in = tf::input<"in", float, static_shape<4>>;
+  constexpr auto y = tf::exp(in) + 1.0_c;
+  tf::session s(tf::graph(y), device);
+  auto a = tf::tensor::from_values<float>({0, 0, 0, 0});
+  auto first = s.run(tf::feed(in, *a), tf::fetch(y));
+  REQUIRE(first.ok());
+  auto c = tf::tensor::from_values<float>({1, 1, 1, 1});
+  auto second = s.run(tf::feed(in, *c), tf::fetch(y));
+  REQUIRE(second.ok());
+  CHECK(std::get<0>(*first)[0] == 2.0f);
+  CHECK(std::get<0>(*second)[0] == Approx(std::exp(1.0f) + 1));
+}
+
+TEST_CASE("session: variables persist across runs and change through assign") {
+  tf::cpu device;
+  constexpr auto counter = tf::variable<"counter", float, static_shape<2>>;
+  constexpr auto step = tf::input<"step", float, static_shape<2>>;
+  constexpr auto update = tf::assign(counter, counter + step);
+  tf::session s(tf::graph(update), device);
+
+  auto before = s.run(tf::feed(step, *tf::tensor::from_values<float>({1, 2})), tf::fetch(update));
+  require_error(before, tf::status_code::failed_precondition, "variable 'counter' is read before it has a value");
+
+  REQUIRE(s.initialize(counter, 10.0f).ok());
+  auto inc = tf::tensor::from_values<float>({1, 2});
+  for (int i = 0; i < 3; ++i) REQUIRE(s.run(tf::feed(step, *inc), tf::fetch(update)).ok());
+  auto value = s.value_of(counter);
+  REQUIRE(value.ok());
+  CHECK(value->unchecked_values<float>()[0] == 13.0f);
+  CHECK(value->unchecked_values<float>()[1] == 16.0f);
+}
+
+TEST_CASE("session: run-time errors name the input and both shapes") {
+  tf::cpu device;
+  tf::session s(tf::graph(probabilities), device);
+  REQUIRE(s.initialize(w, 1.0f).ok());
+
+  auto wrong_shape = tf::tensor::from_values<float>({1, 2, 3}, tf::shape{1, 3});
+  require_error(s.run(tf::feed(x, *wrong_shape), tf::fetch(probabilities)), tf::status_code::invalid_argument,
+                "input 'x': fed shape [1, 3] does not match the input's shape [?, 4]");
+  auto wrong_dtype = tf::tensor::from_values<double>({1, 2, 3, 4}, tf::shape{1, 4});
+  require_error(s.run(tf::feed(x, *wrong_dtype), tf::fetch(probabilities)), tf::status_code::invalid_argument,
+                "input 'x': fed a tensor of dtype f64, the input is f32");
+  require_error(s.run(tf::feed(x, tf::tensor()), tf::fetch(probabilities)), tf::status_code::invalid_argument,
+                "input 'x': fed a tensor with no storage");
+
+  // b is not initialised.
+  auto ok_shape = tf::tensor::from_values<float>({1, 2, 3, 4}, tf::shape{1, 4});
+  require_error(s.run(tf::feed(x, *ok_shape), tf::fetch(probabilities)), tf::status_code::failed_precondition,
+                "variable 'b'");
+
+  auto bad_init = tf::tensor::from_values<float>({1, 2});
+  auto st = s.initialize(b, *bad_init);
+  CHECK(st.code() == tf::status_code::invalid_argument);
+  CHECK(std::string(st.message()) == "variable 'b': initial value is f32[2], the variable is f32[3]");
+}
+
+TEST_CASE("session: a kernel's error names the node") {
+  tf::cpu device;
+  constexpr auto n = tf::input<"n", std::int32_t, static_shape<3>>;
+  constexpr auto d = tf::input<"d", std::int32_t, static_shape<3>>;
+  constexpr auto q = n / d;
+  tf::session s(tf::graph(q), device);
+  auto nt = tf::tensor::from_values<std::int32_t>({1, 2, 3});
+  auto dt = tf::tensor::from_values<std::int32_t>({1, 0, 3});
+  require_error(s.run(tf::feed(n, *nt), tf::feed(d, *dt), tf::fetch(q)), tf::status_code::invalid_argument,
+                "node 2 (div): div: division by zero in input 1");
+}
+
+TEST_CASE("session: typed feeds") {
+  tf::cpu device;
+  constexpr auto in = tf::input<"in", double, static_shape<3>>;
+  constexpr auto y = tf::square(in) - 1.0_c;
+  tf::session s(tf::graph(y), device);
+  auto t = tf::typed_tensor<double>::from(*tf::tensor::from_values<double>({1, 2, 3}));
+  REQUIRE(t.ok());
+  auto r = s.run(tf::feed(in, *t), tf::fetch(y));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r).values()[2] == 8.0);
+  auto wrong = tf::typed_tensor<float>::from(*tf::tensor::from_values<double>({1.0}));
+  CHECK_FALSE(wrong.ok());
+}
+
+TEST_CASE("session: many threads run one session at once, each run independent") {
+  tf::thread_pool device(2);
+  tf::session s(tf::graph(probabilities, logits), device);
+  const std::vector<float> wv{0.5f, -1, 0.25f, 2, 0.75f, -0.5f, 1, 1, -1, 0.1f, 0.2f, 0.3f};
+  const std::vector<float> bv{0.1f, -0.2f, 0.3f};
+  REQUIRE(s.initialize(w, *tf::tensor::from_values<float>(std::span<const float>(wv), tf::shape{4, 3})).ok());
+  REQUIRE(s.initialize(b, *tf::tensor::from_values<float>(std::span<const float>(bv), tf::shape{3})).ok());
+
+  std::vector<int> failures(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const std::int64_t rows = 1 + (t + i) % 5;
+        const tf::tensor xt = random_tensor<float>(tf::shape{rows, 4}, static_cast<std::uint64_t>(1000 * t + i));
+        auto r = s.run(tf::feed(x, xt), tf::fetch(probabilities));
+        if (!r.ok()) { ++failures[t]; continue; }
+        const auto want = reference_dense(xt, wv, bv);
+        const auto got = std::get<0>(*r).values();
+        for (std::size_t k = 0; k < want.size(); ++k)
+          if (std::abs(got[k] - want[k]) > 1e-5f) { ++failures[t]; break; }
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int f : failures) CHECK(f == 0);
+}
