@@ -5,7 +5,10 @@
 Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags:
   - `#include <typeflow/typeflow.hpp>` alone, against including Eigen's Tensor module alone
     (the part of the cost typeflow cannot avoid);
-  - each unit-test translation unit, against the same include-only baseline.
+  - each unit-test translation unit, against the same include-only baseline;
+  - static graphs of 64, 256 and 1024 trivial nodes (a chain of adds) and residual stacks
+    x = relu(matmul(x, w_i)) + x of 16, 64 and 256 blocks (4 nodes a block), each built, planned,
+    put in a session and run once, against the same include-only baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time.
 """
 import json
@@ -48,12 +51,45 @@ def report(case, ours, base, base_name):
               f" {r['ratio']:>7.3f}  {base_name}", flush=True)
 
 
+def graph_source(leaf, lines, output, dims):
+    """A translation unit that builds a static graph from `lines`, then plans and runs it once."""
+    body = "\n".join("  " + l for l in lines)
+    return f"""#include <typeflow/typeflow.hpp>
+namespace tf = typeflow;
+constexpr auto n0 = tf::input<"{leaf}", float, tf::static_shape<{dims}>>;
+constexpr auto x = n0;
+int main() {{
+{body}
+  tf::cpu device;
+  tf::session s(tf::graph({output}), device);
+  auto t = tf::tensor::filled<float>(tf::static_shape<{dims}>::value, 1.0f);
+  auto r = s.run(tf::feed(x, *t), tf::fetch({output}));
+  return r.ok() ? 0 : 1;
+}}
+"""
+
+
 with tempfile.TemporaryDirectory() as tmp:
     tmp = pathlib.Path(tmp)
     (tmp / "eigen_only.cpp").write_text("#include <unsupported/Eigen/CXX11/Tensor>\nint main() { return 0; }\n")
     (tmp / "typeflow_only.cpp").write_text("#include <typeflow/typeflow.hpp>\nint main() { return 0; }\n")
     base = measure(tmp / "eigen_only.cpp")
-    report("#include <typeflow/typeflow.hpp>", measure(tmp / "typeflow_only.cpp"), base, "#include Eigen Tensor")
+    included = measure(tmp / "typeflow_only.cpp")
+    report("#include <typeflow/typeflow.hpp>", included, base, "#include Eigen Tensor")
+    base = included
+    for n in (64, 256, 1024):
+        lines = [f"constexpr auto n{i} = n{i - 1} + x;" for i in range(1, n)]
+        (tmp / f"chain_{n}.cpp").write_text(graph_source("x", lines, f"n{n - 1}", "2"))
+        report(f"static graph, chain of {n} nodes", measure(tmp / f"chain_{n}.cpp", reps=1), base,
+               "#include <typeflow/typeflow.hpp>")
+    for blocks in (16, 64, 256):
+        lines = []
+        for i in range(1, blocks + 1):
+            lines.append(f'constexpr auto w{i} = tf::variable<"w{i}", float, tf::static_shape<8, 8>>;')
+            lines.append(f"constexpr auto n{i} = tf::relu(tf::matmul(n{i - 1}, w{i})) + n{i - 1};")
+        (tmp / f"residual_{blocks}.cpp").write_text(graph_source("x", lines, f"n{blocks}", "2, 8"))
+        report(f"static graph, residual stack of {blocks} blocks", measure(tmp / f"residual_{blocks}.cpp", reps=1),
+               base, "#include <typeflow/typeflow.hpp>")
     for test in sorted((root / "test" / "unit").glob("test_*.cpp")):
         report(f"unit test {test.stem}", measure(test, reps=1), base, "#include Eigen Tensor")
 
