@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace models {
@@ -57,6 +58,14 @@ inline Eigen::Map<row_major> as_matrix(tf::tensor& t, std::int64_t rows, std::in
   return {t.unchecked_data<float>(), rows, cols};
 }
 
+// Sets each variable (first) to its tensor (second); the first error is the result.
+template <class Session, class... Bindings>
+tf::status initialize_all(Session& s, const Bindings&... bindings) {
+  tf::status st;
+  (st.update(s.initialize(bindings.first, bindings.second)), ...);
+  return st;
+}
+
 // Row-wise softmax in place, as written by hand: subtract the max, exponentiate, normalise.
 inline void softmax_rows(Eigen::Map<row_major> m) {
   for (Eigen::Index r = 0; r < m.rows(); ++r) {
@@ -94,14 +103,8 @@ struct weights {
 
 template <class Session>
 tf::status initialize(Session& s, const weights& w) {
-  tf::status st;
-  st.update(s.initialize(mlp::w1, w.w1));
-  st.update(s.initialize(mlp::b1, w.b1));
-  st.update(s.initialize(mlp::w2, w.w2));
-  st.update(s.initialize(mlp::b2, w.b2));
-  st.update(s.initialize(mlp::w3, w.w3));
-  st.update(s.initialize(mlp::b3, w.b3));
-  return st;
+  return initialize_all(s, std::pair{w1, w.w1}, std::pair{b1, w.b1}, std::pair{w2, w.w2}, std::pair{b2, w.b2},
+                        std::pair{w3, w.w3}, std::pair{b3, w.b3});
 }
 
 inline tf::tensor input(std::int64_t batch) { return pattern(tf::shape{batch, 784}, 1.0, 0.0); }
@@ -195,18 +198,9 @@ struct weights {
 
 template <class Session>
 tf::status initialize(Session& s, const weights& w) {
-  tf::status st;
-  st.update(s.initialize(cnn::k1, w.k1));
-  st.update(s.initialize(cnn::c1, w.c1));
-  st.update(s.initialize(cnn::k2, w.k2));
-  st.update(s.initialize(cnn::c2, w.c2));
-  st.update(s.initialize(cnn::k3, w.k3));
-  st.update(s.initialize(cnn::c3, w.c3));
-  st.update(s.initialize(cnn::w4, w.w4));
-  st.update(s.initialize(cnn::b4, w.b4));
-  st.update(s.initialize(cnn::w5, w.w5));
-  st.update(s.initialize(cnn::b5, w.b5));
-  return st;
+  return initialize_all(s, std::pair{k1, w.k1}, std::pair{c1, w.c1}, std::pair{k2, w.k2}, std::pair{c2, w.c2},
+                        std::pair{k3, w.k3}, std::pair{c3, w.c3}, std::pair{w4, w.w4}, std::pair{b4, w.b4},
+                        std::pair{w5, w.w5}, std::pair{b5, w.b5});
 }
 
 inline tf::tensor input(std::int64_t batch) { return pattern(tf::shape{batch, 28, 28, 1}, 1.0, 0.0); }

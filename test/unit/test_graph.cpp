@@ -231,6 +231,21 @@ TEST_CASE("session: variables persist across runs and change through assign") {
   CHECK(value->unchecked_values<float>()[1] == 16.0f);
 }
 
+TEST_CASE("session: a variable initialised from borrowed memory keeps its own copy") {
+  tf::cpu device;
+  constexpr auto v = tf::variable<"v", float, static_shape<4>>;
+  constexpr auto y = v * 2.0_c;
+  tf::session s(tf::graph(y), device);
+  alignas(64) float values[4] = {1, 2, 3, 4};
+  auto borrowed = tf::tensor::borrow(values, tf::dtype::f32, tf::shape{4});
+  REQUIRE(borrowed.ok());
+  REQUIRE(s.initialize(v, *borrowed).ok());
+  values[0] = 100;  // the caller reuses its memory
+  auto r = s.run(tf::fetch(y));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[0] == 2.0f);
+}
+
 TEST_CASE("session: run-time errors name the input and both shapes") {
   tf::cpu device;
   tf::session s(tf::graph(probabilities), device);

@@ -80,6 +80,16 @@ inline constexpr expr<node_list<constant_node<Value, dtype_of<T>>>> constant{};
 
 namespace detail {
 
+// True for the characters of a decimal literal: digits, one '.', an exponent, digit separators.
+template <char... Cs>
+constexpr bool is_decimal_literal() {
+  constexpr char text[] = {Cs..., '\0'};
+  for (const char* c = text; *c; ++c)
+    if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '+' || *c == '-' || *c == '\''))
+      return false;
+  return true;
+}
+
 // 2.5_c, 1e-3_c, 10_c: a decimal literal read at compile time.
 template <char... Cs>
 constexpr double parse_decimal() {
@@ -93,7 +103,6 @@ constexpr double parse_decimal() {
     if (*c == '.') { fraction = true; continue; }
     if (*c == 'e' || *c == 'E') { in_exponent = true; continue; }
     if (in_exponent && (*c == '-' || *c == '+')) { negative_exponent = *c == '-'; continue; }
-    if (*c < '0' || *c > '9') throw "typeflow::literals::_c takes a decimal number";  // not constant: a compile error
     if (in_exponent) exponent = exponent * 10 + (*c - '0');
     else {
       mantissa = mantissa * 10 + (*c - '0');
@@ -125,8 +134,11 @@ using append_node = decltype(List{} + node_list<Node>{});
 
 namespace literals {
 template <char... Cs>
-constexpr scalar_constant<detail::parse_decimal<Cs...>()> operator""_c() {
-  return {};
+constexpr auto operator""_c() {
+  static_assert(detail::is_decimal_literal<Cs...>(),
+                "typeflow::literals::_c takes a decimal number such as 2.5_c or 1e-3_c (no hexadecimal or binary)");
+  if constexpr (detail::is_decimal_literal<Cs...>()) return scalar_constant<detail::parse_decimal<Cs...>()>{};
+  else return scalar_constant<0.0>{};
 }
 }  // namespace literals
 

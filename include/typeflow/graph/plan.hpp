@@ -142,16 +142,13 @@ struct static_plan {
   // only fused groups read (those fold it into their tree).
   static constexpr std::array<bool, size> runs = [] {
     std::array<bool, size> r{};
-    for (std::size_t i = 0; i < size; ++i) r[i] = needed[i] && groups.root[i] == i;
-    for (std::size_t i = 0; i < size; ++i) {
-      if (Graph::kinds[i] != node_kind::constant || !needed[i] || fetched[i]) continue;
-      bool read_by_kernel = false;
-      for (std::size_t c = 0; c < size; ++c) {
-        if (!needed[c] || groups.root[c] != c || groups.ops[c] >= 2) continue;  // fused groups fold constants
-        for (std::size_t j = 0; j < Graph::num_inputs[c]; ++j) read_by_kernel = read_by_kernel || Graph::input(c, j) == i;
-      }
-      r[i] = read_by_kernel;
-    }
+    for (std::size_t i = 0; i < size; ++i)
+      r[i] = needed[i] && groups.root[i] == i && (Graph::kinds[i] != node_kind::constant || fetched[i]);
+    // A constant runs when a node that is not a fused group reads it through its kernel.
+    for (std::size_t c = 0; c < size; ++c)
+      if (needed[c] && groups.root[c] == c && groups.ops[c] < 2)
+        for (std::size_t j = 0; j < Graph::num_inputs[c]; ++j)
+          if (Graph::kinds[Graph::input(c, j)] == node_kind::constant) r[Graph::input(c, j)] = true;
     return r;
   }();
   static constexpr std::size_t num_steps = [] {
@@ -198,11 +195,11 @@ struct static_plan {
     return a;
   }();
 
-  static constexpr std::size_t leaf_index(std::size_t root, std::size_t p) {
-    const leaf_set l = leaves_of(root);
-    for (std::size_t k = 0; k < l.count; ++k)
-      if (l.positions[k] == p) return k;
-    return l.count;
+  template <std::size_t Root>
+  static constexpr std::size_t leaf_index(std::size_t p) {
+    for (std::size_t k = 0; k < leaf_positions<Root>.size(); ++k)
+      if (leaf_positions<Root>[k] == p) return k;
+    return leaf_positions<Root>.size();
   }
 
   // Which steps are fused, and what they contain: "5: fused_elementwise(relu(add(#0, #1))) <- 3, 4".
@@ -258,7 +255,7 @@ template <class Plan, std::size_t Root, std::size_t P, node_kind Kind>
 struct fused_tree<Plan, Root, P, false, Kind> {
   using graph = typename Plan::graph_type;
   static constexpr int layout = leaf_layout_of(graph::specs[P].dims, graph::specs[Root].dims);
-  using type = fused::leaf<Plan::leaf_index(Root, P), static_cast<fused::leaf_layout>(layout)>;
+  using type = fused::leaf<Plan::template leaf_index<Root>(P), static_cast<fused::leaf_layout>(layout)>;
 };
 
 }  // namespace detail

@@ -105,6 +105,16 @@ struct static_graph<node_list<Nodes...>> {
     return v;
   }();
 
+  // The inputs and variables: what a finished run lets go of.
+  static constexpr std::size_t num_leaves = num_input_nodes + num_variables;
+  static constexpr std::array<std::size_t, num_leaves> leaf_positions = [] {
+    std::array<std::size_t, num_leaves> l{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i)
+      if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) l[k++] = i;
+    return l;
+  }();
+
   // "3: add(1, 2) -> f32[?, 10]" per line.
   static std::string describe() {
     detail::text t;
@@ -115,9 +125,8 @@ struct static_graph<node_list<Nodes...>> {
     return t.str();
   }
 
-  static void append_node(detail::text& t, std::size_t i) {
-    detail::append_int(t, static_cast<std::int64_t>(i));
-    t.append(": ");
+  // "input 'x'", "variable 'w'", "constant 2", or the op's name.
+  static void append_label(detail::text& t, std::size_t i) {
     if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
       t.append(to_string(kinds[i]));
       t.append(" '");
@@ -128,6 +137,15 @@ struct static_graph<node_list<Nodes...>> {
       detail::append(t, constant_values[i]);
     } else {
       t.append(names[i]);
+    }
+  }
+
+  // "2: matmul(0, 1) -> f32[?, 3]"
+  static void append_node(detail::text& t, std::size_t i) {
+    detail::append_int(t, static_cast<std::int64_t>(i));
+    t.append(": ");
+    append_label(t, i);
+    if (num_inputs[i] > 0) {
       t.push_back('(');
       for (std::size_t j = 0; j < num_inputs[i]; ++j) {
         if (j) t.append(", ");
@@ -146,11 +164,7 @@ struct static_graph<node_list<Nodes...>> {
       t.append("  n");
       detail::append_int(t, static_cast<std::int64_t>(i));
       t.append(" [label=\"");
-      if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
-        t.append(to_string(kinds[i]));
-        t.push_back(' ');
-      }
-      t.append(names[i]);
+      append_label(t, i);
       t.append("\\n");
       specs[i].append_to(t);
       t.append("\"];\n");

@@ -37,17 +37,26 @@
 
 namespace typeflow {
 
+namespace detail {
+template <class T>
+inline constexpr bool is_feedable = std::is_same_v<T, tensor>;
+template <class T>
+inline constexpr bool is_feedable<typed_tensor<T>> = true;
+}  // namespace detail
+
 // feed(x, t): the value of input x for one run. t is a typed_tensor<T> (its dtype checked at
-// compile time) or a tensor (checked at run time).
+// compile time) or a tensor (checked at run time). The feed holds a share of t's buffer, so it
+// may be made before the run that uses it.
 template <expression E, class Value>
 struct feed_value {
   using expr_type = E;
-  const Value& value;
+  Value value;
 };
 template <expression E, class Value>
-  requires(std::same_as<Value, tensor> || requires { typename Value::value_type; })
-constexpr feed_value<E, Value> feed(E, const Value& value) {
-  return {value};
+feed_value<E, Value> feed(E, Value value) {
+  static_assert(detail::is_feedable<Value>,
+                "typeflow::feed(x, value): value must be a typeflow::tensor or a typeflow::typed_tensor<T>");
+  return {std::move(value)};
 }
 
 // fetch(y): an output wanted from a run.
@@ -79,7 +88,8 @@ class session {
 
   session(Graph, Device& device) : device_(&device), variables_(Graph::num_variables) {}
 
-  // Sets a variable's value (a copy of `value`'s handle: the buffer is shared, not copied).
+  // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
+  // (tensor::borrow) is copied, since the session cannot know how long it stays valid.
   template <expression Var>
   status initialize(Var, const tensor& value) {
     constexpr std::size_t p = Graph::template position<Var>();
@@ -88,7 +98,13 @@ class session {
       return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
                                       ", the variable is ", Graph::specs[p]);
     if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
-    variables_.write(Graph::variable_index[p], value);
+    if (value.owns_buffer()) {
+      variables_.write(Graph::variable_index[p], value);
+    } else {
+      auto copy = value.clone();
+      if (!copy.ok()) return std::move(copy).take_status();
+      variables_.write(Graph::variable_index[p], std::move(*copy));
+    }
     return ok_status();
   }
   // Sets every element of a variable to `value`.
@@ -194,12 +210,12 @@ class session {
                           constexpr std::size_t q = Graph::template position<E>();
                           if (Graph::kinds[q] == node_kind::input) return detail::text();
                           return detail::cat("session::run: feed(", Graph::names[q], ", ...): node ", q, " (",
-                                             Graph::names[q], ") is a ", to_string(Graph::kinds[q]),
-                                             ", not an input; only input<...> nodes are fed");
+                                             Graph::names[q], ") is not an input (its kind is ",
+                                             to_string(Graph::kinds[q]), "); only input<...> nodes are fed");
                         }>::value>::value,
                     "session::run: only input<...> nodes can be fed");
       constexpr tensor_spec want = Graph::specs[p];
-      using value_type = std::remove_cvref_t<decltype(arg.value)>;
+      using value_type = std::remove_cvref_t<decltype(arg.value)>;  // tensor or typed_tensor<T>
       if constexpr (std::is_same_v<value_type, tensor>) {
         if (arg.value.dtype() != want.type)
           return errors::invalid_argument("input '", Graph::names[p], "': fed a tensor of dtype ", arg.value.dtype(),

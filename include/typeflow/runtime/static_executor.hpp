@@ -56,8 +56,7 @@ class static_executor {
 
   // Drops what a finished run must not keep: fed tensors and variable values.
   static void release_leaves(state& s) {
-    for (std::size_t i = 0; i < graph::size; ++i)
-      if (graph::kinds[i] == node_kind::input || graph::kinds[i] == node_kind::variable) s.slots[i] = tensor();
+    for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
   }
 
  private:
@@ -100,7 +99,12 @@ class static_executor {
     using op_type = std::remove_cvref_t<decltype(Op)>;
     constexpr std::size_t k = Inputs.size();
     constexpr tensor_spec spec = graph::specs[P];
-    constexpr dtype kernel_type = k == 0 ? spec.type : graph::specs[Inputs[0]].type;
+    constexpr std::array<tensor_spec, k> input_specs = [] {
+      std::array<tensor_spec, k> a{};
+      for (std::size_t i = 0; i < k; ++i) a[i] = graph::specs[Inputs[i]];
+      return a;
+    }();
+    constexpr dtype kernel_type = kernel_dtype<op_type>(std::span<const tensor_spec>(input_specs), spec);
     using kernel = typename Registry::template kernel<op_type, Device, element_t<kernel_type>>;
 
     std::array<tensor, k> in;
@@ -108,13 +112,13 @@ class static_executor {
 
     tensor& y = s.slots[P];
     if constexpr (spec.dims.is_fully_defined()) {
-      if (auto st = prepare_output(device, y, spec); !st.ok()) return st;
+      if (auto st = prepare_output(device, y, spec); !st.ok()) return with_node<P>(st);
     } else {
       std::array<tensor_spec, k> specs;
       for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
       auto out = infer(Op, std::span<const tensor_spec>(specs));
       if (!out.ok()) return with_node<P>(out.status());
-      if (auto st = prepare_output(device, y, *out); !st.ok()) return st;
+      if (auto st = prepare_output(device, y, *out); !st.ok()) return with_node<P>(st);
     }
     kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
     if (auto st = kernel::compute(Op, ctx); !st.ok()) return with_node<P>(st);
