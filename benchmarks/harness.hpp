@@ -15,6 +15,13 @@
 
 namespace typeflow::bench {
 
+// Makes v's address escape: the compiler must assume it is read and written here, so work whose
+// result is kept is not optimised away.
+template <class T>
+void keep(const T& v) {
+  asm volatile("" : : "g"(&v) : "memory");
+}
+
 struct record {
   std::string benchmark, case_name, metric, unit, baseline_name;
   double typeflow = 0, baseline = 0, ratio = 0, spread = 0;

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scheduling overhead of static graphs (BENCHMARKS.md): chain, fan-out 1->N->1, binary tree and
+// layered 16x16 DAGs of 1-element adds (N = 256), fused (default) and unfused, against the same
+// arithmetic as straight-line float code, in ns per op node; and session::run of a 1-node graph.
+#include <typeflow/typeflow.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "harness.hpp"
+
+namespace tf = typeflow;
+using namespace tf::literals;
+using tf::bench::keep;
+using tf::static_shape;
+
+namespace {
+
+constexpr auto x = tf::input<"x", float, static_shape<1>>;
+constexpr std::size_t n = 256;
+
+// Leaves that differ: x * i for i = 1, 2, ...
+template <std::size_t I>
+constexpr auto leaf() {
+  return x * tf::scalar<double(I + 1)>;
+}
+
+template <std::size_t I, class E>
+constexpr auto chain(E e) {
+  if constexpr (I == n) return e;
+  else return chain<I + 1>(e + x);
+}
+
+template <std::size_t First, std::size_t Count>
+constexpr auto sum_range() {  // a balanced binary tree over leaf<First> .. leaf<First + Count - 1>
+  if constexpr (Count == 1) return leaf<First>();
+  else return sum_range<First, Count / 2>() + sum_range<First + Count / 2, Count - Count / 2>();
+}
+
+template <std::size_t I, class E>
+constexpr auto fan_join(E acc) {  // acc + leaf<1> + ... + leaf<n - 1>: fan-out from x, chain join
+  if constexpr (I == n) return acc;
+  else return fan_join<I + 1>(acc + leaf<I>());
+}
+
+// Layered 16 x 16: node (l, j) adds two nodes of layer l - 1 picked by a fixed-seed generator.
+constexpr std::uint64_t mix(std::uint64_t v) { return v * 6364136223846793005ull + 1442695040888963407ull; }
+template <std::size_t L, std::size_t J>
+constexpr auto layered() {
+  if constexpr (L == 0) return leaf<J>();
+  else {
+    constexpr std::uint64_t r = mix(L * 131 + J);
+    return layered<L - 1, (r >> 33) % 16>() + layered<L - 1, (r >> 45) % 16>();
+  }
+}
+template <std::size_t... Js>
+constexpr auto layered_outputs(std::index_sequence<Js...>) {
+  return (layered<15, Js>() + ...);
+}
+
+// The graph's arithmetic written out as straight-line code over floats: what a person would
+// write for the same DAG.
+template <class Graph>
+float hand_written(float in) {
+  std::array<float, Graph::size> v{};
+  [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+    ((v[Is] = Graph::kinds[Is] == tf::node_kind::input      ? in
+              : Graph::kinds[Is] == tf::node_kind::constant ? static_cast<float>(Graph::constant_values[Is])
+              : Graph::names[Is] == "mul"                   ? v[Graph::input(Is, 0)] * v[Graph::input(Is, 1)]
+                                                            : v[Graph::input(Is, 0)] + v[Graph::input(Is, 1)]),
+     ...);
+  }(std::make_index_sequence<Graph::size>{});
+  return v[Graph::size - 1];
+}
+
+template <bool Fuse, auto Output>
+void bench_dag(tf::bench::harness& h, const std::string& name) {
+  using graph = decltype(tf::graph(Output));
+  tf::cpu device;
+  tf::session<graph, tf::cpu, tf::default_registry, Fuse> s(graph{}, device);
+  const tf::tensor in = *tf::tensor::from_values<float>({0.001f});
+  auto r = s.run(tf::feed(x, in), tf::fetch(Output));
+  float want = 0.001f;
+  keep(want);
+  if (!r.ok() || std::abs(std::get<0>(*r)[0] - hand_written<graph>(want)) > 1e-3f * std::abs(hand_written<graph>(want)))
+    std::printf("!! %s disagrees with the hand-written arithmetic\n", name.c_str());
+  std::size_t ops = 0;
+  for (auto k : graph::kinds) ops += k == tf::node_kind::op;
+  h.compare(name + (Fuse ? ", fused" : ", unfused") + " (" + std::to_string(ops) + " ops)", "straight-line floats",
+            [&] { auto y = s.run(tf::feed(x, in), tf::fetch(Output)); keep(y); },
+            [&] { float v = want; keep(v); float y = hand_written<graph>(v); keep(y); }, 11, 0.3, "ns/node",
+            static_cast<double>(ops));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tf::bench::harness h("schedule", argc, argv);
+  constexpr auto chain_out = chain<1>(x + x);
+  constexpr auto fan_out = fan_join<1>(leaf<0>());
+  constexpr auto tree_out = sum_range<0, n>();
+  constexpr auto layered_out = layered_outputs(std::make_index_sequence<16>{});
+  bench_dag<true, chain_out>(h, "chain 256");
+  bench_dag<false, chain_out>(h, "chain 256");
+  bench_dag<true, fan_out>(h, "fan-out 1->256->1");
+  bench_dag<false, fan_out>(h, "fan-out 1->256->1");
+  bench_dag<true, tree_out>(h, "tree of 256 leaves");
+  bench_dag<false, tree_out>(h, "tree of 256 leaves");
+  bench_dag<true, layered_out>(h, "layered 16x16");
+  bench_dag<false, layered_out>(h, "layered 16x16");
+  {
+    constexpr auto one = tf::relu(x);
+    tf::cpu device;
+    tf::session s(tf::graph(one), device);
+    const tf::tensor in = *tf::tensor::from_values<float>({-1.0f});
+    h.compare("session::run, 1-node graph", "max(x, 0) on one float",
+              [&] { auto y = s.run(tf::feed(x, in), tf::fetch(one)); keep(y); },
+              [&] { float v = -1.0f; keep(v); v = std::max(v, 0.0f); keep(v); }, 11, 0.3, "us");
+  }
+  return 0;
+}
