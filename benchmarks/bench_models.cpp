@@ -40,17 +40,17 @@ int main(int argc, char** argv) {
   tf::bench::harness h("models", argc, argv);
   {
     tf::cpu device;
-    bench_model<models::mlp::model>(h, device, 1, "MLP batch 1, 1 thread");
-    bench_model<models::mlp::model>(h, device, 64, "MLP batch 64, 1 thread");
-    bench_model<models::cnn::model>(h, device, 1, "CNN batch 1, 1 thread");
-    bench_model<models::cnn::model>(h, device, 64, "CNN batch 64, 1 thread");
+    bench_model<models::mlp>(h, device, 1, "MLP batch 1, 1 thread");
+    bench_model<models::mlp>(h, device, 64, "MLP batch 64, 1 thread");
+    bench_model<models::cnn>(h, device, 1, "CNN batch 1, 1 thread");
+    bench_model<models::cnn>(h, device, 64, "CNN batch 64, 1 thread");
   }
   {
     tf::thread_pool device(2);
-    bench_model<models::mlp::model>(h, device, 1, "MLP batch 1, 2 threads");
-    bench_model<models::mlp::model>(h, device, 64, "MLP batch 64, 2 threads");
-    bench_model<models::cnn::model>(h, device, 1, "CNN batch 1, 2 threads");
-    bench_model<models::cnn::model>(h, device, 64, "CNN batch 64, 2 threads");
+    bench_model<models::mlp>(h, device, 1, "MLP batch 1, 2 threads");
+    bench_model<models::mlp>(h, device, 64, "MLP batch 64, 2 threads");
+    bench_model<models::cnn>(h, device, 1, "CNN batch 1, 2 threads");
+    bench_model<models::cnn>(h, device, 64, "CNN batch 64, 2 threads");
   }
   return 0;
 }

@@ -6,4 +6,4 @@
 // by hand against Eigen in this program, and the median latency of a run.
 #include "example_main.hpp"
 
-int main(int argc, char** argv) { return models::example_main<models::cnn::model>(argc, argv); }
+int main(int argc, char** argv) { return models::example_main<models::cnn>(argc, argv); }
