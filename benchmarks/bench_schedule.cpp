@@ -47,18 +47,17 @@ constexpr auto fan_join(E acc) {  // acc + leaf<1> + ... + leaf<n - 1>: fan-out 
 }
 
 // Layered 16 x 16: node (l, j) adds two nodes of layer l - 1 picked by a fixed-seed generator.
+// Variable templates, not recursive function calls: an expression is an empty object, but a
+// recursive constexpr function would still be *evaluated* once per path, 2^15 times per output;
+// a variable template is evaluated once per node.
 constexpr std::uint64_t mix(std::uint64_t v) { return v * 6364136223846793005ull + 1442695040888963407ull; }
 template <std::size_t L, std::size_t J>
-constexpr auto layered() {
-  if constexpr (L == 0) return leaf<J>();
-  else {
-    constexpr std::uint64_t r = mix(L * 131 + J);
-    return layered<L - 1, (r >> 33) % 16>() + layered<L - 1, (r >> 45) % 16>();
-  }
-}
+constexpr auto layered = layered<L - 1, (mix(L * 131 + J) >> 33) % 16> + layered<L - 1, (mix(L * 131 + J) >> 45) % 16>;
+template <std::size_t J>
+constexpr auto layered<0, J> = leaf<J>();
 template <std::size_t... Js>
 constexpr auto layered_outputs(std::index_sequence<Js...>) {
-  return (layered<15, Js>() + ...);
+  return (layered<15, Js> + ...);
 }
 
 // The graph's arithmetic written out as straight-line code over floats: what a person would
@@ -97,20 +96,19 @@ void bench_dag(tf::bench::harness& h, const std::string& name) {
 
 }  // namespace
 
+// Each DAG shape is its own binary (TYPEFLOW_BENCH_DAG = 0 chain, 1 fan-out, 2 tree, 3 layered) so
+// that the four builds run in parallel: each graph instantiates its own fused kernels, one to two
+// minutes of g++ apiece.
+#ifndef TYPEFLOW_BENCH_DAG
+#define TYPEFLOW_BENCH_DAG 0
+#endif
+
 int main(int argc, char** argv) {
   tf::bench::harness h("schedule", argc, argv);
+#if TYPEFLOW_BENCH_DAG == 0
   constexpr auto chain_out = chain<1>(x + x);
-  constexpr auto fan_out = fan_join<1>(leaf<0>());
-  constexpr auto tree_out = sum_range<0, n>();
-  constexpr auto layered_out = layered_outputs(std::make_index_sequence<16>{});
   bench_dag<true, chain_out>(h, "chain 256");
   bench_dag<false, chain_out>(h, "chain 256");
-  bench_dag<true, fan_out>(h, "fan-out 1->256->1");
-  bench_dag<false, fan_out>(h, "fan-out 1->256->1");
-  bench_dag<true, tree_out>(h, "tree of 256 leaves");
-  bench_dag<false, tree_out>(h, "tree of 256 leaves");
-  bench_dag<true, layered_out>(h, "layered 16x16");
-  bench_dag<false, layered_out>(h, "layered 16x16");
   {
     constexpr auto one = tf::relu(x);
     tf::cpu device;
@@ -120,5 +118,18 @@ int main(int argc, char** argv) {
               [&] { auto y = s.run(tf::feed(x, in), tf::fetch(one)); keep(y); },
               [&] { float v = -1.0f; keep(v); v = std::max(v, 0.0f); keep(v); }, 11, 0.3, "us");
   }
+#elif TYPEFLOW_BENCH_DAG == 1
+  constexpr auto fan_out = fan_join<1>(leaf<0>());
+  bench_dag<true, fan_out>(h, "fan-out 1->256->1");
+  bench_dag<false, fan_out>(h, "fan-out 1->256->1");
+#elif TYPEFLOW_BENCH_DAG == 2
+  constexpr auto tree_out = sum_range<0, n>();
+  bench_dag<true, tree_out>(h, "tree of 256 leaves");
+  bench_dag<false, tree_out>(h, "tree of 256 leaves");
+#else
+  constexpr auto layered_out = layered_outputs(std::make_index_sequence<16>{});
+  bench_dag<true, layered_out>(h, "layered 16x16");
+  bench_dag<false, layered_out>(h, "layered 16x16");
+#endif
   return 0;
 }
