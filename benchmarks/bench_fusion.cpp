@@ -34,9 +34,9 @@ void bench_fusion(tf::bench::harness& h) {
   tf::session<graph, tf::cpu> fused(graph{}, device);
   tf::session<graph, tf::cpu, tf::default_registry, false> unfused(graph{}, device);
   auto by_hand = [&] {
-    const float* p = a.unchecked_data<const float>();
-    const float* q = b.unchecked_data<const float>();
-    float* y = out.unchecked_data<float>();
+    const float* __restrict p = a.unchecked_data<const float>();
+    const float* __restrict q = b.unchecked_data<const float>();
+    float* __restrict y = out.unchecked_data<float>();
     for (std::int64_t i = 0; i < count; ++i) {
       const float t = std::max(p[i] * 1.5f + 0.5f, 0.0f) * q[i] - 1.0f;
       y[i] = std::abs(std::min(t, 2.0f)) * 0.25f;

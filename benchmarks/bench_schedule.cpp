@@ -61,16 +61,21 @@ constexpr auto layered_outputs(std::index_sequence<Js...>) {
 }
 
 // The graph's arithmetic written out as straight-line code over floats: what a person would
-// write for the same DAG.
+// write for the same DAG. Every choice is made with if constexpr, so each node compiles to one
+// add or multiply.
+template <class Graph, std::size_t I>
+void hand_written_node(std::array<float, Graph::size>& v, float in) {
+  if constexpr (Graph::kinds[I] == tf::node_kind::input) v[I] = in;
+  else if constexpr (Graph::kinds[I] == tf::node_kind::constant) v[I] = static_cast<float>(Graph::constant_values[I]);
+  else if constexpr (Graph::names[I] == "mul") v[I] = v[Graph::input(I, 0)] * v[Graph::input(I, 1)];
+  else v[I] = v[Graph::input(I, 0)] + v[Graph::input(I, 1)];
+}
+
 template <class Graph>
 float hand_written(float in) {
   std::array<float, Graph::size> v{};
   [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-    ((v[Is] = Graph::kinds[Is] == tf::node_kind::input      ? in
-              : Graph::kinds[Is] == tf::node_kind::constant ? static_cast<float>(Graph::constant_values[Is])
-              : Graph::names[Is] == "mul"                   ? v[Graph::input(Is, 0)] * v[Graph::input(Is, 1)]
-                                                            : v[Graph::input(Is, 0)] + v[Graph::input(Is, 1)]),
-     ...);
+    (hand_written_node<Graph, Is>(v, in), ...);
   }(std::make_index_sequence<Graph::size>{});
   return v[Graph::size - 1];
 }
