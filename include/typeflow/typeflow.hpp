@@ -17,6 +17,7 @@
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/graph/expr.hpp>
+#include <typeflow/graph/memory_plan.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/plan.hpp>
@@ -24,6 +25,7 @@
 #include <typeflow/kernels/cpu/kernel_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/memory/allocator.hpp>
+#include <typeflow/memory/arena_plan.hpp>
 #include <typeflow/memory/bfc_allocator.hpp>
 #include <typeflow/memory/cpu_allocator.hpp>
 #include <typeflow/memory/fallback_allocator.hpp>

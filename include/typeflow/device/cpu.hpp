@@ -10,6 +10,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/scratch.hpp>
 
 namespace typeflow {
 
@@ -20,6 +21,10 @@ class cpu {
   int num_threads() const noexcept { return 1; }
 
   const Eigen::DefaultDevice& eigen() const noexcept { return eigen_; }
+  // The device for contractions: its GEMM packing blocks come from the thread's scratch cache
+  // (device/scratch.hpp), so a repeated matmul takes nothing from the heap. Not for elementwise
+  // expressions, which Eigen vectorises only on DefaultDevice itself.
+  const eigen_scratch_device& eigen_with_scratch() const noexcept { return scratch_; }
 
   result<tensor> allocate(dtype type, const shape& s) { return tensor::allocate(type, s); }
 
@@ -31,6 +36,7 @@ class cpu {
 
  private:
   Eigen::DefaultDevice eigen_;
+  eigen_scratch_device scratch_;
 };
 
 } // namespace typeflow

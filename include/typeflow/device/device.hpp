@@ -32,6 +32,7 @@ concept device_policy = requires(D& d, dtype t, const shape& s) {
 template <class D>
 concept eigen_host_device = device_policy<D> && requires(D& d) {
   d.eigen();
+  d.eigen_with_scratch();  // for contractions: temporaries from the scratch cache
   d.parallel_for(std::int64_t{}, double{}, [](std::int64_t, std::int64_t) {});
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // thread_pool: kernels split their work over an Eigen::ThreadPool (the pool TensorFlow uses for
-// intra-op parallelism) through Eigen's ThreadPoolDevice.
+// intra-op parallelism) through Eigen's ThreadPoolDevice, whose temporary memory (GEMM packing
+// blocks) comes from the threads' scratch caches (device/scratch.hpp).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -14,6 +15,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/scratch.hpp>
 
 namespace typeflow {
 
@@ -23,13 +25,15 @@ class thread_pool {
   explicit thread_pool(int threads = 0)
       : threads_(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(std::make_unique<Eigen::ThreadPool>(threads_)),
-        eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_)) {}
+        eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_, &scratch_)) {}
 
   static constexpr std::string_view device_type = "CPU";
   std::string_view name() const noexcept { return "/job:localhost/replica:0/task:0/device:CPU:0"; }
   int num_threads() const noexcept { return threads_; }
 
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }
+  // The device for contractions: the same one, since its allocations already use the cache.
+  const Eigen::ThreadPoolDevice& eigen_with_scratch() const noexcept { return *eigen_; }
   Eigen::ThreadPool& pool() noexcept { return *pool_; }
 
   result<tensor> allocate(dtype type, const shape& s) { return tensor::allocate(type, s); }
@@ -47,6 +51,7 @@ class thread_pool {
 
  private:
   int threads_;
+  eigen_scratch_allocator scratch_;
   std::unique_ptr<Eigen::ThreadPool> pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_;
 };

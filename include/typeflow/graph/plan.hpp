@@ -98,14 +98,20 @@ struct static_plan {
     return c;
   }();
 
-  // Node i can be in a fused group: a fusable op whose every input covers its output.
-  static constexpr std::array<bool, size> candidate = [] {
+  // Node i is elementwise: a fusable op whose every input covers its output. Such a node may be
+  // in a fused group, and may write over an input (static_memory_plan's forwarding).
+  static constexpr std::array<bool, size> elementwise = [] {
     std::array<bool, size> c{};
     for (std::size_t i = 0; i < size; ++i) {
-      c[i] = Fuse && detail::fusable_nodes<typename Graph::nodes>::value[i];
+      c[i] = detail::fusable_nodes<typename Graph::nodes>::value[i];
       for (std::size_t j = 0; c[i] && j < Graph::num_inputs[i]; ++j)
         c[i] = detail::leaf_layout_of(Graph::specs[Graph::input(i, j)].dims, Graph::specs[i].dims) >= 0;
     }
+    return c;
+  }();
+  static constexpr std::array<bool, size> candidate = [] {
+    std::array<bool, size> c{};
+    for (std::size_t i = 0; i < size; ++i) c[i] = Fuse && elementwise[i];
     return c;
   }();
 

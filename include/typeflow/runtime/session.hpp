@@ -80,11 +80,14 @@ template <class E>
 inline constexpr bool is_fetch<fetch_handle<E>> = true;
 }  // namespace detail
 
-template <class Graph, device_policy Device, class Registry = default_registry, bool Fuse = true>
+// Fuse = false runs every node on its own; PlanMemory = false gives every output a buffer of its
+// own instead of the compile-time memory plan's arena (both exist to compare and test against).
+template <class Graph, device_policy Device, class Registry = default_registry, bool Fuse = true,
+          bool PlanMemory = true>
 class session {
  public:
   using graph_type = Graph;
-  using state = static_state<Graph::size>;
+  using state = static_state<Graph::size, Graph::num_input_nodes>;
 
   session(Graph, Device& device) : device_(&device), variables_(Graph::num_variables) {}
 
@@ -142,6 +145,15 @@ class session {
     requires(detail::is_fetch<Fetches> && ...)
   static std::string describe_plan(Fetches...) {
     return static_plan<Graph, Fuse, Graph::template position<typename Fetches::expr_type>()...>::describe();
+  }
+
+  // The memory plan of a run with these fetches: the arena's size and each intermediate's
+  // lifetime and offset.
+  template <class... Fetches>
+    requires(detail::is_fetch<Fetches> && ...)
+  static std::string describe_memory(Fetches...) {
+    return static_memory_plan<
+        static_plan<Graph, Fuse, Graph::template position<typename Fetches::expr_type>()...>>::describe();
   }
 
  private:
@@ -267,7 +279,7 @@ class session {
     (void)((st = bind_feed(args, feeds), st.ok()) && ...);
     if (!st.ok()) return st;
 
-    using executor = static_executor<Plan, Device, Registry>;
+    using executor = static_executor<Plan, Device, Registry, PlanMemory>;
     std::unique_ptr<state> s = acquire();
     st = executor::run(*device_, *s, static_environment{std::span<const tensor* const>(feeds), &variables_});
     if (!st.ok()) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // static_executor<Plan, Device, Registry>: runs a static plan's steps in their compile-time order
 // as straight-line code: one kernel call per step, chosen at compile time, with no virtual call,
-// no std::function and no per-node heap allocation once a state's buffers are sized (an output
-// buffer is reused while its dtype and shape are unchanged and no fetched tensor still shares it).
+// no std::function and no per-node heap allocation once a state's buffers are sized.
+// Intermediates with static shapes live in the state's arena at the offsets of the plan's
+// static_memory_plan (allocated once per state); other outputs keep a buffer of their own, reused
+// while its dtype and shape are unchanged and no fetched tensor still shares it.
 // A state holds one tensor per graph node; a session keeps a pool of states, so runs on several
 // threads never share one.
 #pragma once
@@ -18,6 +20,7 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/graph/memory_plan.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/plan.hpp>
@@ -26,10 +29,15 @@
 
 namespace typeflow {
 
-// One tensor per node of a graph of Size nodes.
-template <std::size_t Size>
+// One tensor per node of a graph of Size nodes with Inputs input nodes, and the arena the planned
+// ones live in. `bound` names the memory plan whose offsets the slots hold (plans differ by their
+// fetches) and `fed` the input shapes it was made for, when it was made at run time.
+template <std::size_t Size, std::size_t Inputs>
 struct static_state {
   std::array<tensor, Size> slots;
+  tensor arena;
+  const void* bound = nullptr;
+  std::array<shape, Inputs> fed{};
 };
 
 // What a run reads besides its state: the fed tensors by input number, and the variables.
@@ -38,15 +46,25 @@ struct static_environment {
   variable_store* variables;
 };
 
-template <class Plan, class Device, class Registry>
+// PlanMemory = false gives every output a buffer of its own (no arena, no forwarding): the
+// reference the memory plan is tested against.
+template <class Plan, class Device, class Registry, bool PlanMemory = true>
 class static_executor {
   using graph = typename Plan::graph_type;
   using nodes = typename graph::nodes;
 
  public:
-  using state = static_state<graph::size>;
+  using state = static_state<graph::size, graph::num_input_nodes>;
+  using memory = static_memory_plan<Plan>;
 
   static status run(Device& device, state& s, const static_environment& env) {
+    if constexpr (PlanMemory && memory::is_static && memory::static_layout.num_planned != 0) {
+      if (s.bound != &memory::tag)
+        if (auto st = bind_arena(device, s, memory::static_layout, memory::static_shapes); !st.ok()) return st;
+    } else if constexpr (PlanMemory && !memory::is_static) {
+      if (s.bound != &memory::tag || !same_feeds(s, env))
+        if (auto st = plan_at_run_time(device, s, env); !st.ok()) return st;
+    }
     return [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
       status st;
       (void)((st = step<Plan::steps[Ks]>(device, s, env), st.ok()) && ...);
@@ -60,6 +78,95 @@ class static_executor {
   }
 
  private:
+  using layout = typename memory::layout_t;
+  using shapes = std::array<shape, graph::size>;
+
+  // Points the planned slots at their offsets in the arena, which grows to the plan's size; the
+  // other plannable slots are emptied (they may point into an arena of another plan).
+  static status bind_arena(Device& device, state& s, const layout& l, const shapes& sh) {
+    s.bound = nullptr;
+    for (std::size_t p = 0; p < graph::size; ++p)
+      if (!s.slots[p].owns_buffer()) s.slots[p] = tensor();
+    if (s.arena.bytes() < l.arena.arena_bytes) {
+      s.arena = tensor();
+      auto a = device.allocate(dtype::u8, shape{static_cast<std::int64_t>(l.arena.arena_bytes)});
+      if (!a.ok()) return std::move(a).take_status().with_context("allocating the memory plan's arena");
+      s.arena = std::move(*a);
+    }
+    auto* base = static_cast<std::byte*>(s.arena.data());
+    for (std::size_t p = 0; p < graph::size; ++p) {
+      if (!l.planned[p]) continue;
+      auto t = tensor::borrow(base + l.offset(p), graph::specs[p].type, sh[p]);
+      if (!t.ok()) return std::move(t).take_status();
+      s.slots[p] = std::move(*t);
+    }
+    s.bound = &memory::tag;
+    return ok_status();
+  }
+
+  static const shape& fed_shape(const static_environment& env, std::size_t input) {
+    static constexpr shape none{};
+    return env.feeds[input] ? env.feeds[input]->shape() : none;
+  }
+  static bool same_feeds(const state& s, const static_environment& env) {
+    for (std::size_t i = 0; i < graph::num_input_nodes; ++i)
+      if (s.fed[i] != fed_shape(env, i)) return false;
+    return true;
+  }
+
+  // Infers every node's shape from the fed shapes, plans the arena for them and binds it. An
+  // error is the one the failing step would report.
+  static status plan_at_run_time(Device& device, state& s, const static_environment& env) {
+    shapes sh{};
+    status st = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+      status r;
+      (void)((r = infer_shape<Plan::steps[Ks]>(env, sh), r.ok()) && ...);
+      return r;
+    }(std::make_index_sequence<Plan::num_steps>{});
+    if (!st.ok()) return st;
+    const layout l = memory::plan_for(sh);
+    if (st = bind_arena(device, s, l, sh); !st.ok()) return st;
+    for (std::size_t i = 0; i < graph::num_input_nodes; ++i) s.fed[i] = fed_shape(env, i);
+    return ok_status();
+  }
+
+  template <std::size_t P>
+  static status infer_shape(const static_environment& env, shapes& sh) {
+    using node = node_at_t<P, nodes>;
+    if constexpr (node::kind == node_kind::input) {
+      sh[P] = env.feeds[graph::input_node_index[P]]->shape();
+    } else if constexpr (node::kind == node_kind::assign) {
+      sh[P] = sh[graph::input(P, 0)];
+    } else if constexpr (node::kind != node_kind::op || graph::specs[P].dims.is_fully_defined()) {
+      sh[P] = graph::specs[P].dims;
+    } else {
+      constexpr auto inputs = step_inputs<P>();
+      std::array<tensor_spec, inputs.size()> specs;
+      for (std::size_t i = 0; i < inputs.size(); ++i) specs[i] = tensor_spec{graph::specs[inputs[i]].type, sh[inputs[i]]};
+      auto out = infer(step_op<P>(), std::span<const tensor_spec>(specs));
+      if (!out.ok()) return with_node<P>(out.status());
+      sh[P] = out->dims;
+    }
+    return ok_status();
+  }
+
+  // The op a step runs and the nodes it reads: a fused group's op and leaves, or the node's own.
+  template <std::size_t P>
+  static constexpr auto step_op() {
+    if constexpr (Plan::is_fused_root(P)) return fused_op_of<Plan, P>{};
+    else return node_at_t<P, nodes>::op;
+  }
+  template <std::size_t P>
+  static constexpr auto step_inputs() {
+    if constexpr (Plan::is_fused_root(P)) {
+      return Plan::template leaf_positions<P>;
+    } else {
+      std::array<std::size_t, graph::num_inputs[P]> a{};
+      for (std::size_t k = 0; k < a.size(); ++k) a[k] = graph::input(P, k);
+      return a;
+    }
+  }
+
   template <std::size_t P>
   static status step(Device& device, state& s, const static_environment& env) {
     using node = node_at_t<P, nodes>;
@@ -82,15 +189,8 @@ class static_executor {
       s.slots[P] = s.slots[graph::input(P, 0)];
       env.variables->write(graph::variable_index[variable], s.slots[P]);
       return ok_status();
-    } else if constexpr (Plan::is_fused_root(P)) {
-      return run_op<P, fused_op_of<Plan, P>{}, Plan::template leaf_positions<P>>(device, s);
     } else {
-      constexpr auto inputs = [] {
-        std::array<std::size_t, node::num_inputs> a{};
-        for (std::size_t k = 0; k < node::num_inputs; ++k) a[k] = graph::input(P, k);
-        return a;
-      }();
-      return run_op<P, node::op, inputs>(device, s);
+      return run_op<P, step_op<P>(), step_inputs<P>()>(device, s);
     }
   }
 
@@ -111,7 +211,9 @@ class static_executor {
     for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
 
     tensor& y = s.slots[P];
-    if constexpr (spec.dims.is_fully_defined()) {
+    if (PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr) {
+      // in the arena: bound by bind_arena with the shape of this run
+    } else if constexpr (spec.dims.is_fully_defined()) {
       if (auto st = prepare_output(device, y, spec); !st.ok()) return with_node<P>(st);
     } else {
       std::array<tensor_spec, k> specs;

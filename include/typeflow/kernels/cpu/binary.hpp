@@ -21,6 +21,7 @@
 
 #include <typeflow/core/detail/dependent_false.hpp>
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/scratch.hpp>
 #include <typeflow/device/cpu.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/detail/broadcast.hpp>
@@ -168,8 +169,7 @@ struct eigen_binary_kernel {
     const eigen_const_tensor_map<T, Rank> x(a, l.eigen_in_dims<Rank>(0));
     const eigen_const_tensor_map<T, Rank> z(b, l.eigen_in_dims<Rank>(1));
     eigen_tensor_map<output_type, Rank> y(out, l.eigen_out_dims<Rank>());
-    y.device(device) =
-        x.broadcast(l.eigen_factors<Rank>(0)).binaryExpr(z.broadcast(l.eigen_factors<Rank>(1)), functor());
+    eigen_assign(device, y, x.broadcast(l.eigen_factors<Rank>(0)).binaryExpr(z.broadcast(l.eigen_factors<Rank>(1)), functor()));
   }
 
   // Collapsed ranks 5 to 8: the scalar functor over strided reads.

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/detail/im2col.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -31,7 +32,6 @@ struct im2col_conv2d_kernel {
   static constexpr std::int64_t chunk_bytes = std::int64_t{1} << 20;
 
   static status compute(const Op& op, kernel_context<Device>& ctx) {
-    using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const tensor& x = ctx.inputs[0];
     const tensor& f = ctx.inputs[1];
     tensor& y = ctx.outputs[0];
@@ -45,17 +45,13 @@ struct im2col_conv2d_kernel {
     }
     const T* in = x.unchecked_data<const T>();
     const std::int64_t k = g.patch_size();
-    // [kh * kw * c_in, c_out]
-    const Eigen::Map<const matrix> filter(f.unchecked_data<const T>(), k, g.c_out);
     // Cycles per output row, counting a multiply-add as one.
     const double row_cost = static_cast<double>(k) * static_cast<double>(g.c_out);
 
     if (g.is_pointwise()) {
       // [n*h*w, c_in] x [c_in, c_out] -> [n*h*w, c_out]
       ctx.device.parallel_for(rows, row_cost, [&](std::int64_t first, std::int64_t last) {
-        const Eigen::Map<const matrix> a(in + first * k, last - first, k);
-        Eigen::Map<matrix> c(out + first * g.c_out, last - first, g.c_out);
-        c.noalias() = a * filter;
+        gemm(in + first * k, last - first, k, f.unchecked_data<const T>(), g.c_out, out + first * g.c_out);
       });
       return ok_status();
     }
@@ -72,17 +68,28 @@ struct im2col_conv2d_kernel {
 
     ctx.device.parallel_for(chunks, row_cost * static_cast<double>(chunk_rows),
                             [&](std::int64_t first, std::int64_t last) {
-      matrix patches(std::min(chunk_rows, rows - first * chunk_rows), k);  // [chunk rows, kh*kw*c_in]
+      // [chunk rows, kh*kw*c_in]
+      scratch_buffer<T> patches(static_cast<std::size_t>(std::min(chunk_rows, rows - first * chunk_rows) * k));
       for (std::int64_t chunk = first; chunk < last; ++chunk) {
         const std::int64_t r0 = chunk * chunk_rows;
         const std::int64_t r1 = std::min(rows, r0 + chunk_rows);
         detail::im2col(g, in, r0, r1, patches.data());
         // [chunk rows, kh*kw*c_in] x [kh*kw*c_in, c_out] -> [chunk rows, c_out]
-        Eigen::Map<matrix> c(out + r0 * g.c_out, r1 - r0, g.c_out);
-        c.noalias() = patches.topRows(r1 - r0) * filter;
+        gemm(patches.data(), r1 - r0, k, f.unchecked_data<const T>(), g.c_out, out + r0 * g.c_out);
       }
     });
     return ok_status();
+  }
+
+ private:
+  // c[rows, n] = a[rows, k] x b[k, n] on the calling thread: Eigen's contraction (the same GEMM
+  // kernel as its matrix product) with its packing blocks from the thread's scratch cache.
+  static void gemm(const T* a, std::int64_t rows, std::int64_t k, const T* b, std::int64_t n, T* c) {
+    using const_map = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
+    using map = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
+    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+    map out(c, rows, n);
+    eigen_assign(eigen_scratch_device{}, out, const_map(a, rows, k).contract(const_map(b, k, n), dims));
   }
 };
 

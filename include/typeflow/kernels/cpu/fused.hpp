@@ -14,6 +14,7 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/cpu.hpp>
+#include <typeflow/device/scratch.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/binary.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
@@ -173,7 +174,7 @@ struct fused_elementwise_kernel {
         outer,
         inner};
     eigen_tensor_map<T, Rank> out = maps.out;
-    out.device(ctx.device.eigen()) = detail::fused_eval<T, tree>::make(maps);
+    eigen_assign(ctx.device.eigen(), out, detail::fused_eval<T, tree>::make(maps));
     return ok_status();
   }
 };

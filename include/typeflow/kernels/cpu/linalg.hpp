@@ -14,6 +14,7 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/linalg.hpp>
@@ -113,7 +114,7 @@ struct eigen_matmul_kernel {
     eigen_tensor_map<T, 2> cm(c, c_rows, c_cols);
     const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
         Eigen::IndexPair<Eigen::Index>(op.transpose_a ? 0 : 1, op.transpose_b ? 1 : 0)};
-    cm.device(device.eigen()) = am.contract(bm, dims);
+    eigen_assign(device.eigen_with_scratch(), cm, am.contract(bm, dims));  // packing blocks from the scratch cache
   }
 
   // c[batch][rows] = a[batch'][rows] x b[batch''] for every output batch, with batch' and batch''

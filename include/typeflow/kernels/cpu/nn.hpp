@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/nn.hpp>
@@ -34,9 +35,9 @@ struct eigen_bias_add_kernel {
     const std::size_t channel_axis = x.rank() - 1;
     const Eigen::array<Eigen::Index, 2> one_by_channels{1, bias.dim(0)};
     const Eigen::array<Eigen::Index, 2> rows_by_one{x.num_elements() / bias.dim(0), 1};
-    y.unchecked_flat_outer<T>(channel_axis).device(ctx.device.eigen()) =
-        x.unchecked_flat_outer<const T>(channel_axis) +
-        bias.unchecked_eigen<const T, 1>().reshape(one_by_channels).broadcast(rows_by_one);
+    eigen_assign(ctx.device.eigen(), y.unchecked_flat_outer<T>(channel_axis),
+                 x.unchecked_flat_outer<const T>(channel_axis) +
+                     bias.unchecked_eigen<const T, 1>().reshape(one_by_channels).broadcast(rows_by_one));
     return ok_status();
   }
 };
@@ -117,10 +118,13 @@ struct softmax_kernel {
   static void normalize_rows(Device& device, const T* x, T* y, std::int64_t rows, std::int64_t n) {
     const std::int64_t block_rows = std::max<std::int64_t>(1, block_elements / n);
     device.parallel_for(rows, element_cost * static_cast<double>(n), [&](std::int64_t first, std::int64_t last) {
-      acc_array s;
-      Eigen::Array<acc, Eigen::Dynamic, 1> per_row;
+      const auto most = static_cast<std::size_t>(std::min(block_rows, last - first));
+      scratch_buffer<acc> work(most * static_cast<std::size_t>(n));
+      scratch_buffer<acc> reduced(most);
       for (std::int64_t r = first; r < last; r += block_rows) {
         const std::int64_t count = std::min(block_rows, last - r);
+        Eigen::Map<acc_array> s(work.data(), count, n);
+        Eigen::Map<Eigen::Array<acc, Eigen::Dynamic, 1>> per_row(reduced.data(), count);
         s = const_strided_map(x + r * n, count, n, Eigen::OuterStride<>(n)).template cast<acc>();
         per_row = s.rowwise().maxCoeff();
         s.colwise() -= per_row;
@@ -144,13 +148,16 @@ struct softmax_kernel {
     const std::int64_t block_columns = std::max<std::int64_t>(1, block_elements / n);
     device.parallel_for(outer * inner, element_cost * static_cast<double>(n),
                         [&](std::int64_t first, std::int64_t last) {
-      acc_array s;
-      Eigen::Array<acc, 1, Eigen::Dynamic> per_column;
+      const auto most = static_cast<std::size_t>(std::min(block_columns, last - first));
+      scratch_buffer<acc> work(most * static_cast<std::size_t>(n));
+      scratch_buffer<acc> reduced(most);
       for (std::int64_t col = first; col < last;) {
         const std::int64_t o = col / inner;
         const std::int64_t j = col % inner;
         const std::int64_t count = std::min({block_columns, inner - j, last - col});
         const std::int64_t start = o * n * inner + j;
+        Eigen::Map<acc_array> s(work.data(), n, count);
+        Eigen::Map<Eigen::Array<acc, 1, Eigen::Dynamic>> per_column(reduced.data(), count);
         s = const_strided_map(x + start, n, count, Eigen::OuterStride<>(inner)).template cast<acc>();
         per_column = s.colwise().maxCoeff();
         s.rowwise() -= per_column;
