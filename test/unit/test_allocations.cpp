@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Heap allocations per step. This executable replaces the C allocation functions (malloc, calloc,
-// realloc, aligned_alloc, posix_memalign, memalign) with versions that count while armed and
-// then call glibc's own; operator new, Eigen's aligned_malloc and every library in the process
-// allocate through them, so nothing escapes the count.
+// Heap allocations per step, counted by replacing the C allocation functions in this executable
+// (allocation_counter.hpp), so operator new, Eigen's aligned_malloc and every library count.
 //
 // The claim tested: a step of a static graph on the cpu policy allocates nothing once the first
 // run has sized the state (memory plan arena, kernel scratch), for static shapes and for run-time
@@ -10,54 +8,8 @@
 // outputs' buffers are reused.
 #include "support.hpp"
 
-#include <atomic>
-#include <cerrno>
-#include <cstddef>
-
+#include "allocation_counter.hpp"
 #include "../../examples/models.hpp"
-
-namespace {
-std::atomic<bool> armed{false};
-std::atomic<long> allocations{0};
-void count() noexcept {
-  if (armed.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(std::size_t);
-void* __libc_calloc(std::size_t, std::size_t);
-void* __libc_realloc(void*, std::size_t);
-void* __libc_memalign(std::size_t, std::size_t);
-
-void* malloc(std::size_t n) {
-  count();
-  return __libc_malloc(n);
-}
-void* calloc(std::size_t n, std::size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, std::size_t n) {
-  count();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-void* memalign(std::size_t alignment, std::size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t n) {
-  count();
-  void* p = __libc_memalign(alignment, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}
 
 namespace tf = typeflow;
 using namespace tf::literals;
@@ -69,18 +21,6 @@ void keep(const T& v) {
   asm volatile("" : : "g"(&v) : "memory");
 }
 
-// Heap allocations made by `steps` calls of f after two warm-up calls.
-template <class F>
-long allocations_per_steps(int steps, F&& f) {
-  f();
-  f();
-  allocations.store(0);
-  armed.store(true);
-  for (int i = 0; i < steps; ++i) f();
-  armed.store(false);
-  return allocations.load();
-}
-
 template <class Model, bool PlanMemory>
 long model_allocations(std::int64_t batch) {
   tf::cpu device;
@@ -89,7 +29,7 @@ long model_allocations(std::int64_t batch) {
   REQUIRE(Model::initialize(s, w).ok());
   const tf::tensor x = Model::input(batch);
   bool ok = true;
-  const long n = allocations_per_steps(5, [&] {
+  const long n = tf::test::allocations_per_calls(5, [&] {
     auto r = s.run(tf::feed(Model::x, x), tf::fetch(Model::y));
     ok = ok && r.ok();
   });
@@ -100,9 +40,9 @@ long model_allocations(std::int64_t batch) {
 }  // namespace
 
 TEST_CASE("the counting hook sees operator new, malloc and Eigen's aligned_malloc", "[allocations]") {
-  CHECK(allocations_per_steps(3, [] { auto p = std::make_unique<int>(1); keep(p.get()); }) == 3);
-  CHECK(allocations_per_steps(2, [] { void* p = std::malloc(16); keep(p); std::free(p); }) == 2);
-  CHECK(allocations_per_steps(1, [] {
+  CHECK(tf::test::allocations_per_calls(3, [] { auto p = std::make_unique<int>(1); keep(p.get()); }) == 3);
+  CHECK(tf::test::allocations_per_calls(2, [] { void* p = std::malloc(16); keep(p); std::free(p); }) == 2);
+  CHECK(tf::test::allocations_per_calls(1, [] {
           void* p = Eigen::internal::aligned_malloc(1 << 20);
           keep(p);
           Eigen::internal::aligned_free(p);
@@ -117,7 +57,7 @@ TEST_CASE("the counting hook sees operator new, malloc and Eigen's aligned_mallo
   const tf::tensor in = *tf::tensor::filled<float>(tf::shape{256}, 1.0f);
   std::vector<tf::tensor> kept;
   kept.reserve(16);
-  CHECK(allocations_per_steps(4, [&] { kept.push_back(std::get<0>(*s.run(tf::feed(a, in), tf::fetch(b)))); }) >= 4);
+  CHECK(tf::test::allocations_per_calls(4, [&] { kept.push_back(std::get<0>(*s.run(tf::feed(a, in), tf::fetch(b)))); }) >= 4);
 }
 
 TEST_CASE("a static-shape graph step allocates nothing", "[allocations]") {
@@ -130,7 +70,7 @@ TEST_CASE("a static-shape graph step allocates nothing", "[allocations]") {
   tf::session<g, tf::cpu> s(g{}, device);
   REQUIRE(s.initialize(w, 0.01).ok());
   const tf::tensor in = tf::test::random_tensor<float>(tf::shape{32, 64}, 5);
-  CHECK(allocations_per_steps(10, [&] { auto r = s.run(tf::feed(x, in), tf::fetch(y)); keep(&r); }) == 0);
+  CHECK(tf::test::allocations_per_calls(10, [&] { auto r = s.run(tf::feed(x, in), tf::fetch(y)); keep(&r); }) == 0);
 }
 
 TEST_CASE("MLP and CNN steps allocate nothing with the memory plan", "[allocations][models]") {

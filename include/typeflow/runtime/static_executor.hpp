@@ -72,6 +72,15 @@ class static_executor {
     }(std::make_index_sequence<Plan::num_steps>{});
   }
 
+  // The shape of every node the plan runs, for these feeds (what a run's memory plan is made from).
+  static status infer_shapes(const static_environment& env, std::array<shape, graph::size>& sh) {
+    return [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+      status r;
+      (void)((r = infer_shape<Plan::steps[Ks]>(env, sh), r.ok()) && ...);
+      return r;
+    }(std::make_index_sequence<Plan::num_steps>{});
+  }
+
   // Drops what a finished run must not keep: fed tensors and variable values.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
@@ -118,14 +127,9 @@ class static_executor {
   // error is the one the failing step would report.
   static status plan_at_run_time(Device& device, state& s, const static_environment& env) {
     shapes sh{};
-    status st = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
-      status r;
-      (void)((r = infer_shape<Plan::steps[Ks]>(env, sh), r.ok()) && ...);
-      return r;
-    }(std::make_index_sequence<Plan::num_steps>{});
-    if (!st.ok()) return st;
+    if (auto st = infer_shapes(env, sh); !st.ok()) return st;
     const layout l = memory::plan_for(sh);
-    if (st = bind_arena(device, s, l, sh); !st.ok()) return st;
+    if (auto st = bind_arena(device, s, l, sh); !st.ok()) return st;
     for (std::size_t i = 0; i < graph::num_input_nodes; ++i) s.fed[i] = fed_shape(env, i);
     return ok_status();
   }
@@ -211,8 +215,10 @@ class static_executor {
     for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
 
     tensor& y = s.slots[P];
-    if (PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr) {
-      // in the arena: bound by bind_arena with the shape of this run
+    const bool in_arena = PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr;
+    void* const planned_at = y.data();
+    if (in_arena) {
+      // bound by bind_arena with the shape of this run
     } else if constexpr (spec.dims.is_fully_defined()) {
       if (auto st = prepare_output(device, y, spec); !st.ok()) return with_node<P>(st);
     } else {
@@ -224,6 +230,10 @@ class static_executor {
     }
     kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
     if (auto st = kernel::compute(Op, ctx); !st.ok()) return with_node<P>(st);
+    // The plan gave this output its place in the arena; a kernel that put a view of another
+    // buffer there instead would outlive that buffer's planned lifetime.
+    if (in_arena && y.data() != planned_at)
+      return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
     return ok_status();
   }
 
