@@ -144,7 +144,7 @@ struct static_memory_plan {
       }
     }
     l.arena = plan_arena(l.lifetime, alignment);
-    l.max_live_bytes = plan_arena(own, alignment).lower_bound;
+    l.max_live_bytes = max_live_bytes(own, alignment);
     return l;
   }
 

@@ -22,21 +22,11 @@
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/static_graph.hpp>
 #include <typeflow/ops/binary.hpp>
+#include <typeflow/ops/elementwise.hpp>
 #include <typeflow/ops/fused.hpp>
 #include <typeflow/ops/unary.hpp>
 
 namespace typeflow {
-
-// Ops that a fused group may contain.
-template <class Op>
-inline constexpr bool is_fusable_elementwise =
-    std::is_same_v<Op, ops::neg> || std::is_same_v<Op, ops::abs> || std::is_same_v<Op, ops::exp> ||
-    std::is_same_v<Op, ops::log> || std::is_same_v<Op, ops::sqrt> || std::is_same_v<Op, ops::rsqrt> ||
-    std::is_same_v<Op, ops::square> || std::is_same_v<Op, ops::tanh> || std::is_same_v<Op, ops::sigmoid> ||
-    std::is_same_v<Op, ops::relu> || std::is_same_v<Op, ops::gelu> || std::is_same_v<Op, ops::softplus> ||
-    std::is_same_v<Op, ops::add> || std::is_same_v<Op, ops::sub> || std::is_same_v<Op, ops::mul> ||
-    std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::maximum> || std::is_same_v<Op, ops::minimum> ||
-    std::is_same_v<Op, ops::pow>;
 
 inline constexpr std::size_t max_fused_ops = 24;
 

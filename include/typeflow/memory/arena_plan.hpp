@@ -6,12 +6,13 @@
 // Greedy by size (as in TensorFlow Lite's arena planner and Pisarchyk & Lee, "Efficient Memory
 // Management for Deep Neural Net Inference", 2020): buffers are placed largest first; each goes
 // into the smallest gap, among the buffers already placed whose lifetimes overlap its own, that
-// fits it, or above the highest of them. The result is checked against the max-live lower bound
+// fits it, or above the highest of them. The result is reported with the max-live lower bound
 // (the largest total of buffers live at one step), which no placement can beat.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 
@@ -45,38 +46,58 @@ constexpr bool lifetimes_overlap(const buffer_lifetime& a, const buffer_lifetime
 
 }  // namespace detail
 
-// Places the buffers; alignment must be a power of two. O(N^2) time in the number of buffers.
+// The most (aligned) bytes live at one step: a sweep over the lifetimes' ends. O(N log N).
+template <std::size_t N>
+constexpr std::size_t max_live_bytes(const std::array<buffer_lifetime, N>& buffers, std::size_t alignment) {
+  struct event {
+    std::size_t step;
+    bool end;  // the step after the buffer's last, where it is no longer live
+    std::size_t bytes;
+  };
+  std::array<event, 2 * N> events{};
+  std::size_t n = 0;
+  for (const buffer_lifetime& b : buffers)
+    if (b.bytes != 0) {
+      events[n++] = event{b.first, false, detail::round_up(b.bytes, alignment)};
+      events[n++] = event{b.last + 1, true, detail::round_up(b.bytes, alignment)};
+    }
+  std::sort(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n), [](const event& a, const event& b) {
+    return a.step != b.step ? a.step < b.step : a.end && !b.end;  // ends first at a step
+  });
+  std::size_t live = 0, most = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (events[i].end) live -= events[i].bytes;
+    else live += events[i].bytes;
+    if (live > most) most = live;
+  }
+  return most;
+}
+
+// Places the buffers; alignment must be a power of two. O(M^2) for M non-empty buffers, with
+// M log M sorts (a graph of a thousand intermediates stays well inside the compiler's limits on
+// constant evaluation).
 template <std::size_t N>
 constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffers, std::size_t alignment) {
   arena_layout<N> layout{};
   std::array<std::size_t, N> size{};
-  std::array<std::size_t, N> order{};  // largest first, then earliest first: a stable order
-  std::size_t steps = 0;
+  std::array<std::size_t, N> order{};  // the non-empty buffers, largest first, then by index
+  std::size_t m = 0;
   for (std::size_t i = 0; i < N; ++i) {
     size[i] = detail::round_up(buffers[i].bytes, alignment);
-    order[i] = i;
     layout.total_bytes += size[i];
-    if (buffers[i].bytes != 0 && buffers[i].last + 1 > steps) steps = buffers[i].last + 1;
+    if (size[i] != 0) order[m++] = i;
   }
-  for (std::size_t i = 1; i < N; ++i)  // insertion sort: stable and constexpr
-    for (std::size_t j = i; j > 0 && size[order[j]] > size[order[j - 1]]; --j) {
-      const std::size_t t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
+  std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m),
+            [&](std::size_t a, std::size_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; });
 
-  std::array<bool, N> placed{};
-  std::array<std::size_t, N> near{};  // placed buffers live with the one being placed, by offset
-  for (std::size_t k = 0; k < N; ++k) {
+  std::array<std::size_t, N> near{};  // placed buffers live with the one being placed
+  for (std::size_t k = 0; k < m; ++k) {
     const std::size_t b = order[k];
-    if (size[b] == 0) continue;
     std::size_t count = 0;
-    for (std::size_t j = 0; j < N; ++j)
-      if (placed[j] && detail::lifetimes_overlap(buffers[j], buffers[b])) {
-        std::size_t at = count++;
-        for (; at > 0 && layout.offset[near[at - 1]] > layout.offset[j]; --at) near[at] = near[at - 1];
-        near[at] = j;
-      }
+    for (std::size_t p = 0; p < k; ++p)
+      if (detail::lifetimes_overlap(buffers[order[p]], buffers[b])) near[count++] = order[p];
+    std::sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(count),
+              [&](std::size_t x, std::size_t y) { return layout.offset[x] < layout.offset[y]; });
     // The smallest gap between (or below) those that fits; above the highest when none does.
     std::size_t best = 0;
     std::size_t best_gap = 0;
@@ -92,16 +113,9 @@ constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffe
       if (o + size[near[i]] > end) end = o + size[near[i]];
     }
     layout.offset[b] = found ? best : end;
-    placed[b] = true;
     if (layout.offset[b] + size[b] > layout.arena_bytes) layout.arena_bytes = layout.offset[b] + size[b];
   }
-
-  for (std::size_t s = 0; s < steps; ++s) {
-    std::size_t live = 0;
-    for (std::size_t i = 0; i < N; ++i)
-      if (buffers[i].bytes != 0 && buffers[i].first <= s && s <= buffers[i].last) live += size[i];
-    if (live > layout.lower_bound) layout.lower_bound = live;
-  }
+  layout.lower_bound = max_live_bytes(buffers, alignment);
   return layout;
 }
 
@@ -110,11 +124,16 @@ constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffe
 template <std::size_t N>
 constexpr bool is_valid_layout(const std::array<buffer_lifetime, N>& buffers, const arena_layout<N>& layout,
                                std::size_t alignment) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (buffers[i].bytes == 0) continue;
+  std::array<std::size_t, N> used{};
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < N; ++i)
+    if (buffers[i].bytes != 0) used[m++] = i;
+  for (std::size_t a = 0; a < m; ++a) {
+    const std::size_t i = used[a];
     if (layout.offset[i] % alignment != 0 || layout.offset[i] + buffers[i].bytes > layout.arena_bytes) return false;
-    for (std::size_t j = i + 1; j < N; ++j) {
-      if (buffers[j].bytes == 0 || !detail::lifetimes_overlap(buffers[i], buffers[j])) continue;
+    for (std::size_t c = a + 1; c < m; ++c) {
+      const std::size_t j = used[c];
+      if (!detail::lifetimes_overlap(buffers[i], buffers[j])) continue;
       const bool apart = layout.offset[i] + buffers[i].bytes <= layout.offset[j] ||
                          layout.offset[j] + buffers[j].bytes <= layout.offset[i];
       if (!apart) return false;

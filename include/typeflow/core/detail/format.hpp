@@ -17,7 +17,9 @@ class text {
  public:
   constexpr text() = default;
   constexpr explicit text(std::string_view s) { append(s); }
-  constexpr void append(std::string_view s) { chars_.insert(chars_.end(), s.begin(), s.end()); }
+  constexpr void append(std::string_view s) {
+    if (!s.empty()) chars_.insert(chars_.end(), s.begin(), s.end());  // an empty view may have a null data()
+  }
   constexpr void push_back(char c) { chars_.push_back(c); }
   constexpr std::string_view view() const noexcept { return {chars_.data(), chars_.size()}; }
   constexpr bool empty() const noexcept { return chars_.empty(); }

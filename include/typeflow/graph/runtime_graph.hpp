@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runtime graphs: built from op *names* at run time (a file, a program), as TensorFlow's GraphDef.
+//   graph_def: node_defs with a name, an op name, typed attributes, data inputs "node" or
+//              "node:0", control inputs "^node", and a device string;
+//   runtime_graph<Device, Registry>: the validated graph, stored as a compact array of node items
+//              with inputs and consumers by index (TensorFlow's GraphView), a topological order, the
+//              inferred specs and each node's kernel from dispatch_table<Registry, Device>.
+// Two ops exist only here: placeholder(dtype, shape) is fed at run time (dyn dimensions allowed:
+// `?` in the text format) and const(dtype, shape, value) holds a tensor (value: one number per
+// element, or one number for all).
+// make() checks everything and returns invalid_argument naming the node: empty or duplicate
+// names, unknown op, bad attribute name, type or value, wrong arity, dangling input, bad port,
+// cycle, shape or dtype mismatch (the op's own inference), no kernel for (op, device, dtype),
+// a device that is not the policy's.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/graph/attr_value.hpp>
+#include <typeflow/registry/default_registry.hpp>
+#include <typeflow/registry/dispatch_table.hpp>
+
+namespace typeflow {
+
+struct node_def {
+  std::string name;
+  std::string op;
+  std::vector<std::string> inputs;  // "x", "x:0" (data), "^x" (control)
+  attr_map attrs;
+  std::string device;               // "" for the policy's device
+  int line = 0;                     // its line in a text file (messages), 0 when built in code
+};
+
+struct graph_def {
+  std::vector<node_def> nodes;
+};
+
+enum class runtime_node_kind : unsigned char { placeholder, constant, op };
+
+namespace detail {
+
+// "node 'h1' (line 4): " or "node 'h1': "
+inline std::string node_context(const node_def& n) {
+  detail::text t = detail::cat("node '", n.name, "'");
+  if (n.line > 0) detail::append(t, detail::cat(" (line ", n.line, ")"));
+  return t.str();
+}
+
+// Accepts "", "cpu", "CPU", "CPU:0", "/device:CPU:0", "/cpu:0" and
+// "/job:localhost/replica:0/task:0/device:CPU:0" for a policy of type `type` ("CPU").
+inline bool device_matches(std::string_view device, std::string_view type) {
+  if (device.empty()) return true;
+  constexpr std::string_view full_prefix = "/job:localhost/replica:0/task:0";
+  if (device.starts_with(full_prefix)) device.remove_prefix(full_prefix.size());
+  if (device.starts_with("/device:")) device.remove_prefix(8);
+  else if (device.starts_with("/")) device.remove_prefix(1);
+  if (device.size() < type.size()) return false;
+  for (std::size_t i = 0; i < type.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(device[i])) != type[i]) return false;
+  device.remove_prefix(type.size());
+  return device.empty() || device == ":0";
+}
+
+}  // namespace detail
+
+template <class Device, class Registry = default_registry>
+class runtime_graph {
+ public:
+  using table = dispatch_table<Registry, Device>;
+
+  struct item {
+    std::string name;
+    runtime_node_kind kind = runtime_node_kind::op;
+    runtime_op op;                                  // kind == op
+    const typename table::kernel_entry* kernel = nullptr;
+    std::vector<std::size_t> inputs;                // data inputs, by item index
+    std::vector<std::size_t> control;               // control inputs, by item index
+    std::vector<std::size_t> consumers;             // items reading this one (data or control), once each
+    tensor_spec spec;                               // inferred; dyn where only a run knows
+    tensor value;                                   // kind == constant
+    std::string device;
+    node_def def;                                   // as given, for saving and messages
+  };
+
+  static result<runtime_graph> make(graph_def def) {
+    runtime_graph g;
+    const std::size_t n = def.nodes.size();
+    g.items_.resize(n);
+    g.index_.reserve(n);
+    // Names and ops.
+    for (std::size_t i = 0; i < n; ++i) {
+      node_def& d = def.nodes[i];
+      item& it = g.items_[i];
+      if (d.name.empty()) return errors::invalid_argument("node number ", i, " (line ", d.line, "): empty name");
+      if (d.name.find_first_of(":^ \t\r\n,()#@=\"\\") != std::string::npos)
+        return errors::invalid_argument(detail::node_context(d),
+                                        ": a name may not contain spaces or any of : ^ , ( ) # @ = \" \\");
+      if (!g.index_.emplace(d.name, i).second)
+        return errors::invalid_argument(detail::node_context(d), ": duplicate name (also node ", g.index_[d.name], ")");
+      if (!detail::device_matches(d.device, Device::device_type))
+        return errors::invalid_argument(detail::node_context(d), ": device '", d.device,
+                                        "' is not available; this graph runs on ", Device::device_type, ":0");
+      it.name = d.name;
+      it.device = d.device;
+      if (auto st = g.make_node(d, it); !st.ok()) return st.with_context(detail::node_context(d));
+    }
+    // Edges.
+    for (std::size_t i = 0; i < n; ++i) {
+      const node_def& d = def.nodes[i];
+      item& it = g.items_[i];
+      for (const std::string& in : d.inputs) {
+        const bool control = !in.empty() && in[0] == '^';
+        std::string_view ref = control ? std::string_view(in).substr(1) : std::string_view(in);
+        std::int64_t port = 0;
+        if (auto colon = ref.rfind(':'); colon != std::string_view::npos && !control) {
+          std::string_view digits = ref.substr(colon + 1);
+          auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+          if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty())
+            return errors::invalid_argument(detail::node_context(d), ": input '", in, "': the port is not a number");
+          ref = ref.substr(0, colon);
+        }
+        auto found = g.index_.find(std::string(ref));
+        if (found == g.index_.end())
+          return errors::invalid_argument(detail::node_context(d), ": input '", in, "' names no node in the graph");
+        if (port != 0)
+          return errors::invalid_argument(detail::node_context(d), ": input '", in, "': node '", ref,
+                                          "' has one output (port 0), port ", port, " does not exist");
+        (control ? it.control : it.inputs).push_back(found->second);
+      }
+      if (it.kind == runtime_node_kind::op) {
+        const int arity = it.op.num_inputs();
+        if (arity == variadic ? it.inputs.empty() : it.inputs.size() != static_cast<std::size_t>(arity))
+          return errors::invalid_argument(detail::node_context(d), ": op ", d.op, " takes ",
+                                          arity == variadic ? std::string("at least 1") : std::to_string(arity),
+                                          " input", arity == 1 || arity == variadic ? "" : "s", ", got ", it.inputs.size());
+      } else if (!it.inputs.empty()) {
+        return errors::invalid_argument(detail::node_context(d), ": a ", d.op, " takes no data inputs, got ", it.inputs.size());
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j : g.items_[i].inputs) g.add_consumer(j, i);
+      for (std::size_t j : g.items_[i].control) g.add_consumer(j, i);
+    }
+    // Topological order (Kahn); what is left over is on or behind a cycle.
+    std::vector<std::size_t> pending(n);
+    for (std::size_t i = 0; i < n; ++i) pending[i] = g.items_[i].inputs.size() + g.items_[i].control.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (pending[i] == 0) g.order_.push_back(i);
+    for (std::size_t k = 0; k < g.order_.size(); ++k) {
+      const std::size_t i = g.order_[k];
+      for (std::size_t c : g.items_[i].consumers) {
+        // A consumer reading i several times counts each edge.
+        const auto& ci = g.items_[c];
+        const std::size_t edges = static_cast<std::size_t>(std::count(ci.inputs.begin(), ci.inputs.end(), i) +
+                                                           std::count(ci.control.begin(), ci.control.end(), i));
+        pending[c] -= edges;
+        if (pending[c] == 0) g.order_.push_back(c);
+      }
+    }
+    if (g.order_.size() != n) {
+      detail::text names;
+      std::size_t listed = 0;
+      for (std::size_t i = 0; i < n && listed < 5; ++i)
+        if (pending[i] != 0) {
+          detail::append(names, detail::cat(listed ? ", '" : "'", g.items_[i].name, "'"));
+          ++listed;
+        }
+      return errors::invalid_argument("the graph has a cycle through nodes ", names.view(),
+                                      n - g.order_.size() > listed ? ", ..." : "");
+    }
+    // Inference and kernels, in order.
+    for (std::size_t i : g.order_) {
+      item& it = g.items_[i];
+      if (it.kind != runtime_node_kind::op) continue;
+      std::vector<tensor_spec> in;
+      for (std::size_t j : it.inputs) in.push_back(g.items_[j].spec);
+      auto spec = it.op.infer(in);
+      if (!spec.ok()) return spec.status().with_context(detail::node_context(def.nodes[i]));
+      it.spec = *spec;
+      const dtype kt = it.op.kernel_dtype(in, it.spec);
+      it.kernel = table::find_kernel(it.op.name(), kt);
+      if (it.kernel == nullptr) {
+        const std::string have = table::dtypes_of(it.op.name());
+        return errors::invalid_argument(detail::node_context(def.nodes[i]), ": no kernel for op ", it.op.name(),
+                                        " on device ", Device::device_type, " with dtype ", kt,
+                                        have.empty() ? std::string("") : "; it has kernels for: " + have);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) g.items_[i].def = std::move(def.nodes[i]);
+    return g;
+  }
+
+  std::span<const item> items() const noexcept { return items_; }
+  const item& operator[](std::size_t i) const { return items_[i]; }
+  std::size_t size() const noexcept { return items_.size(); }
+  std::span<const std::size_t> order() const noexcept { return order_; }
+  std::optional<std::size_t> find(std::string_view name) const {
+    auto it = index_.find(std::string(name));
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  // The graph as it was given (node order and spelling kept).
+  graph_def to_def() const {
+    graph_def d;
+    for (const item& it : items_) d.nodes.push_back(it.def);
+    return d;
+  }
+
+  // Graphviz DOT: one box per node with its op and inferred spec; control edges dashed.
+  std::string to_dot() const {
+    detail::text t;
+    t.append("digraph typeflow {\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      detail::append(t, detail::cat("  n", i, " [label=\"", items_[i].name, "\\n", items_[i].def.op, " ",
+                                    items_[i].spec, "\"];\n"));
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      for (std::size_t j : items_[i].inputs) detail::append(t, detail::cat("  n", j, " -> n", i, ";\n"));
+      for (std::size_t j : items_[i].control) detail::append(t, detail::cat("  n", j, " -> n", i, " [style=dashed];\n"));
+    }
+    t.append("}\n");
+    return t.str();
+  }
+
+ private:
+  void add_consumer(std::size_t producer, std::size_t consumer) {
+    auto& c = items_[producer].consumers;
+    if (std::find(c.begin(), c.end(), consumer) == c.end()) c.push_back(consumer);
+  }
+
+  template <class T>
+  static status required(const node_def& d, std::string_view name, const T*& out) {
+    const attr_value* v = d.attrs.find(name);
+    if (v == nullptr) return errors::invalid_argument(d.op, ": attribute '", name, "' is required");
+    out = v->get<T>();
+    if (out == nullptr)
+      return errors::invalid_argument(d.op, ": attribute '", name, "' must be ", to_string(attr_value(T{}).type()), ", got ",
+                                      to_string(v->type()), " ", v->to_string());
+    return ok_status();
+  }
+  static status only(const node_def& d, std::initializer_list<std::string_view> names) {
+    for (const auto& [k, v] : d.attrs)
+      if (std::find(names.begin(), names.end(), k) == names.end())
+        return errors::invalid_argument(d.op, " has no attribute '", k, "'");
+    return ok_status();
+  }
+
+  status make_node(const node_def& d, item& it) {
+    if (d.op == "placeholder") {
+      it.kind = runtime_node_kind::placeholder;
+      const dtype* t;
+      const shape* s;
+      if (auto st = only(d, {"dtype", "shape"}); !st.ok()) return st;
+      if (auto st = required(d, "dtype", t); !st.ok()) return st;
+      if (auto st = required(d, "shape", s); !st.ok()) return st;
+      it.spec = tensor_spec{*t, *s};
+      return ok_status();
+    }
+    if (d.op == "const") {
+      it.kind = runtime_node_kind::constant;
+      const dtype* t;
+      const shape* s;
+      if (auto st = only(d, {"dtype", "shape", "value"}); !st.ok()) return st;
+      if (auto st = required(d, "dtype", t); !st.ok()) return st;
+      if (auto st = required(d, "shape", s); !st.ok()) return st;
+      if (!s->is_fully_defined()) return errors::invalid_argument("const: shape ", *s, " has an unknown dimension");
+      const attr_value* v = d.attrs.find("value");
+      if (v == nullptr) return errors::invalid_argument("const: attribute 'value' is required");
+      std::vector<double> values;
+      if (const auto* f = v->get<std::vector<double>>()) values = *f;
+      else if (const auto* i = v->get<std::vector<std::int64_t>>()) values.assign(i->begin(), i->end());
+      else if (const double* x = v->get<double>()) values = {*x};
+      else if (const std::int64_t* x = v->get<std::int64_t>()) values = {static_cast<double>(*x)};
+      else if (const bool* x = v->get<bool>()) values = {*x ? 1.0 : 0.0};
+      else return errors::invalid_argument("const: attribute 'value' must be a number or a list of numbers, got ", to_string(v->type()));
+      if (auto st = tensor::check_allocatable(*t, *s); !st.ok()) return st;
+      const auto count = static_cast<std::size_t>(s->num_elements());
+      if (values.size() != count && values.size() != 1)
+        return errors::invalid_argument("const: ", values.size(), " values for shape ", *s, " (", count, " elements)");
+      auto made = tensor::allocate(*t, *s);
+      if (!made.ok()) return made.status();
+      visit(*t, [&](auto type) {
+        using T = typename decltype(type)::type;
+        T* p = static_cast<T*>(made->data());
+        for (std::size_t k = 0; k < count; ++k) {
+          const double x = values.size() == 1 ? values[0] : values[k];
+          if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) p[k] = T(static_cast<float>(x));
+          else p[k] = static_cast<T>(x);
+        }
+      });
+      it.value = std::move(*made);
+      it.spec = tensor_spec{*t, *s};
+      return ok_status();
+    }
+    const auto* entry = table::find_op(d.op);
+    if (entry == nullptr) {
+      return errors::invalid_argument("unknown op '", d.op, "' (no kernel list of this registry has it for device ",
+                                      Device::device_type, ")");
+    }
+    auto op = entry->make(d.attrs);
+    if (!op.ok()) return op.status();
+    it.kind = runtime_node_kind::op;
+    it.op = std::move(*op);
+    return ok_status();
+  }
+
+  std::vector<item> items_;
+  std::vector<std::size_t> order_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+}  // namespace typeflow

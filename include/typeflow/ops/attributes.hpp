@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// The attributes of each op by name, so that runtime graphs can build op values from attr_maps
+// and print them back: op_attributes<Op> is a tuple of attribute<"name", &Op::member>. An op
+// with no entry has no attributes. A new op with attributes adds one line here (README: "Add an
+// op and a kernel").
+//
+// from_attrs<Op>(attrs) -> result<Op> checks every attribute: an unknown name, or a value of the
+// wrong type (int for a bool, a string that is not a padding) is invalid_argument naming the op,
+// the attribute and both types; attributes not given keep the op's defaults.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <typeflow/core/detail/fixed_string.hpp>
+#include <typeflow/core/int_list.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/graph/attr_value.hpp>
+#include <typeflow/ops/array.hpp>
+#include <typeflow/ops/conv.hpp>
+#include <typeflow/ops/linalg.hpp>
+#include <typeflow/ops/nn.hpp>
+#include <typeflow/ops/padding.hpp>
+#include <typeflow/ops/pool.hpp>
+#include <typeflow/ops/reduction.hpp>
+#include <typeflow/ops/unary.hpp>
+
+namespace typeflow {
+
+template <detail::fixed_string Name, auto Member>
+struct attribute {
+  static constexpr std::string_view name = Name.view();
+  static constexpr auto member = Member;
+};
+
+template <class Op>
+inline constexpr auto op_attributes = std::tuple<>{};
+
+namespace detail {
+template <class Op>
+constexpr auto pool_attributes() {
+  return std::tuple{attribute<"window_h", &Op::window_h>{}, attribute<"window_w", &Op::window_w>{},
+                    attribute<"stride_h", &Op::stride_h>{}, attribute<"stride_w", &Op::stride_w>{},
+                    attribute<"padding", &Op::pad>{}};
+}
+template <class Op>
+constexpr auto reduction_attributes() {
+  return std::tuple{attribute<"axes", &Op::axes>{}, attribute<"keep_dims", &Op::keep_dims>{}};
+}
+}  // namespace detail
+
+template <>
+inline constexpr auto op_attributes<ops::matmul> =
+    std::tuple{attribute<"transpose_a", &ops::matmul::transpose_a>{}, attribute<"transpose_b", &ops::matmul::transpose_b>{}};
+template <>
+inline constexpr auto op_attributes<ops::conv2d> = std::tuple{
+    attribute<"stride_h", &ops::conv2d::stride_h>{}, attribute<"stride_w", &ops::conv2d::stride_w>{},
+    attribute<"padding", &ops::conv2d::pad>{}, attribute<"dilation_h", &ops::conv2d::dilation_h>{},
+    attribute<"dilation_w", &ops::conv2d::dilation_w>{}};
+template <>
+inline constexpr auto op_attributes<ops::max_pool2d> = detail::pool_attributes<ops::max_pool2d>();
+template <>
+inline constexpr auto op_attributes<ops::avg_pool2d> = detail::pool_attributes<ops::avg_pool2d>();
+template <>
+inline constexpr auto op_attributes<ops::softmax> = std::tuple{attribute<"axis", &ops::softmax::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::log_softmax> = std::tuple{attribute<"axis", &ops::log_softmax::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::batch_norm> = std::tuple{attribute<"epsilon", &ops::batch_norm::epsilon>{}};
+template <>
+inline constexpr auto op_attributes<ops::reduce_sum> = detail::reduction_attributes<ops::reduce_sum>();
+template <>
+inline constexpr auto op_attributes<ops::reduce_mean> = detail::reduction_attributes<ops::reduce_mean>();
+template <>
+inline constexpr auto op_attributes<ops::reduce_max> = detail::reduction_attributes<ops::reduce_max>();
+template <>
+inline constexpr auto op_attributes<ops::reduce_min> = detail::reduction_attributes<ops::reduce_min>();
+template <>
+inline constexpr auto op_attributes<ops::reduce_prod> = detail::reduction_attributes<ops::reduce_prod>();
+template <>
+inline constexpr auto op_attributes<ops::argmax> = std::tuple{attribute<"axis", &ops::argmax::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::gelu> = std::tuple{attribute<"approximate", &ops::gelu::approximate>{}};
+template <>
+inline constexpr auto op_attributes<ops::cast> = std::tuple{attribute<"to", &ops::cast::to>{}};
+template <>
+inline constexpr auto op_attributes<ops::reshape> = std::tuple{attribute<"shape", &ops::reshape::to>{}};
+template <>
+inline constexpr auto op_attributes<ops::transpose> = std::tuple{attribute<"perm", &ops::transpose::perm>{}};
+template <>
+inline constexpr auto op_attributes<ops::concat> = std::tuple{attribute<"axis", &ops::concat::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::slice> =
+    std::tuple{attribute<"begin", &ops::slice::begin>{}, attribute<"size", &ops::slice::size>{}};
+template <>
+inline constexpr auto op_attributes<ops::pad> =
+    std::tuple{attribute<"paddings", &ops::pad::paddings>{}, attribute<"value", &ops::pad::value>{}};
+template <>
+inline constexpr auto op_attributes<ops::gather> = std::tuple{attribute<"axis", &ops::gather::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::fill> = std::tuple{
+    attribute<"shape", &ops::fill::dims>{}, attribute<"value", &ops::fill::value>{}, attribute<"dtype", &ops::fill::type>{}};
+
+namespace detail {
+
+template <class M>
+struct member_value;
+template <class C, class V>
+struct member_value<V C::*> {
+  using type = V;
+};
+
+// The attr_type an op member is read from.
+template <class V>
+constexpr attr_type attr_type_of() {
+  if constexpr (std::is_same_v<V, bool>) return attr_type::bool_;
+  else if constexpr (std::is_integral_v<V>) return attr_type::int_;
+  else if constexpr (std::is_floating_point_v<V>) return attr_type::float_;
+  else if constexpr (std::is_same_v<V, dtype>) return attr_type::dtype;
+  else if constexpr (std::is_same_v<V, shape>) return attr_type::shape;
+  else if constexpr (std::is_same_v<V, int_list>) return attr_type::int_list;
+  else if constexpr (std::is_same_v<V, ops::padding>) return attr_type::string;
+  else static_assert(sizeof(V) == 0, "op_attributes: unsupported member type");
+}
+
+// Reads `value` into `out`; an error says what was expected.
+template <class V>
+status read_attr(std::string_view op, std::string_view name, const attr_value& value, V& out) {
+  auto wrong = [&] {
+    return errors::invalid_argument("op ", op, ": attribute '", name, "' must be ", to_string(attr_type_of<V>()),
+                                    ", got ", to_string(value.type()), " ", value.to_string());
+  };
+  if constexpr (std::is_same_v<V, bool>) {
+    const bool* b = value.get<bool>();
+    if (!b) return wrong();
+    out = *b;
+  } else if constexpr (std::is_integral_v<V>) {
+    const std::int64_t* i = value.get<std::int64_t>();
+    if (!i) return wrong();
+    out = static_cast<V>(*i);
+  } else if constexpr (std::is_floating_point_v<V>) {
+    if (const double* d = value.get<double>()) out = static_cast<V>(*d);
+    else if (const std::int64_t* i = value.get<std::int64_t>()) out = static_cast<V>(*i);
+    else return wrong();
+  } else if constexpr (std::is_same_v<V, dtype>) {
+    const dtype* d = value.get<dtype>();
+    if (!d) return wrong();
+    out = *d;
+  } else if constexpr (std::is_same_v<V, shape>) {
+    if (const shape* s = value.get<shape>()) {
+      out = *s;
+    } else if (const auto* l = value.get<std::vector<std::int64_t>>()) {  // [2, -1] for reshape
+      auto s2 = shape::from_span(std::span<const std::int64_t>(*l));
+      if (!s2.ok()) return errors::invalid_argument("op ", op, ": attribute '", name, "': ", s2.status().message());
+      out = *s2;
+    } else {
+      return wrong();
+    }
+  } else if constexpr (std::is_same_v<V, int_list>) {
+    const auto* l = value.get<std::vector<std::int64_t>>();
+    if (!l) return wrong();
+    if (l->size() > int_list::capacity)
+      return errors::invalid_argument("op ", op, ": attribute '", name, "' has ", l->size(), " values, at most ",
+                                      int_list::capacity, " are allowed");
+    int_list r;
+    for (std::int64_t v : *l) r.push_back(v);
+    out = r;
+  } else if constexpr (std::is_same_v<V, ops::padding>) {
+    const std::string* s = value.get<std::string>();
+    if (!s) return wrong();
+    if (*s == "same") out = ops::padding::same;
+    else if (*s == "valid") out = ops::padding::valid;
+    else return errors::invalid_argument("op ", op, ": attribute '", name, "' must be \"same\" or \"valid\", got \"", *s, "\"");
+  }
+  return ok_status();
+}
+
+template <class V>
+attr_value write_attr(const V& v) {
+  if constexpr (std::is_same_v<V, bool>) return attr_value(v);
+  else if constexpr (std::is_integral_v<V>) return attr_value(static_cast<std::int64_t>(v));
+  else if constexpr (std::is_floating_point_v<V>) return attr_value(static_cast<double>(v));
+  else if constexpr (std::is_same_v<V, dtype> || std::is_same_v<V, shape>) return attr_value(v);
+  else if constexpr (std::is_same_v<V, int_list>) return attr_value(std::vector<std::int64_t>(v.begin(), v.end()));
+  else if constexpr (std::is_same_v<V, ops::padding>) return attr_value(std::string(v == ops::padding::same ? "same" : "valid"));
+}
+
+}  // namespace detail
+
+// The op value that `attrs` describe; unknown attributes and wrong types are invalid_argument.
+template <class Op>
+result<Op> from_attrs(const attr_map& attrs) {
+  Op op{};
+  status st;
+  for (const auto& [name, value] : attrs) {
+    bool known = false;
+    std::apply(
+        [&](auto... a) {
+          (
+              [&] {
+                if (known || decltype(a)::name != name) return;
+                known = true;
+                st.update(detail::read_attr(Op::name, name, value, op.*decltype(a)::member));
+              }(),
+              ...);
+        },
+        op_attributes<Op>);
+    if (!known) {
+      detail::text names;
+      std::apply([&](auto... a) { ((names.append(names.empty() ? "" : ", "), names.append(decltype(a)::name)), ...); },
+                 op_attributes<Op>);
+      return errors::invalid_argument("op ", Op::name, " has no attribute '", name, "'",
+                                      names.empty() ? std::string_view("; it takes none") : std::string_view("; it takes: "),
+                                      names.view());
+    }
+    if (!st.ok()) return st;
+  }
+  return op;
+}
+
+// The op's attributes, every one of them (defaults included).
+template <class Op>
+attr_map to_attrs(const Op& op) {
+  attr_map m;
+  std::apply([&](auto... a) { (m.set(decltype(a)::name, detail::write_attr(op.*decltype(a)::member)), ...); },
+             op_attributes<Op>);
+  return m;
+}
+
+}  // namespace typeflow

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// What runtime graphs dispatch through, generated at compile time from a registry's kernel lists:
+// nothing is registered at start-up, and a kernel that is in a list is in the table.
+//  - runtime_op: an op value built from its name and attributes (ops/attributes.hpp), with its
+//    inference behind function pointers;
+//  - dispatch_table<Registry, Device>: a constexpr array of (op name, dtype) -> kernel, sorted,
+//    searched by binary search; an op's entry (name -> how to build it) is in `ops`, sorted too.
+// The first list of the registry that provides (op, device, dtype) wins, as for static graphs.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <boost/hana/for_each.hpp>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/graph/attr_value.hpp>
+#include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/attributes.hpp>
+#include <typeflow/ops/elementwise.hpp>
+#include <typeflow/ops/op.hpp>
+
+namespace typeflow {
+
+// How a runtime_op reaches its value: one table of function pointers per op type.
+struct op_vtable {
+  std::string_view name;
+  int num_inputs;  // ops::variadic for any number
+  result<tensor_spec> (*infer)(const void* op, std::span<const tensor_spec> inputs);
+  dtype (*kernel_dtype)(std::span<const tensor_spec> inputs, const tensor_spec& output);
+  attr_map (*attrs)(const void* op);
+  bool elementwise;  // is_fusable_elementwise: may write over an input of its spec
+};
+
+// An op value whose type is known only at run time.
+class runtime_op {
+ public:
+  runtime_op() = default;
+  template <class Op>
+  static runtime_op of(const Op& op) {
+    static constexpr op_vtable table{
+        Op::name, Op::num_inputs,
+        [](const void* o, std::span<const tensor_spec> in) { return typeflow::infer(*static_cast<const Op*>(o), in); },
+        [](std::span<const tensor_spec> in, const tensor_spec& out) { return typeflow::kernel_dtype<Op>(in, out); },
+        [](const void* o) { return to_attrs(*static_cast<const Op*>(o)); }, is_fusable_elementwise<Op>};
+    runtime_op r;
+    r.value_ = std::make_shared<const Op>(op);
+    r.table_ = &table;
+    return r;
+  }
+
+  bool valid() const noexcept { return table_ != nullptr; }
+  std::string_view name() const { return table_->name; }
+  int num_inputs() const { return table_->num_inputs; }
+  result<tensor_spec> infer(std::span<const tensor_spec> inputs) const { return table_->infer(value_.get(), inputs); }
+  dtype kernel_dtype(std::span<const tensor_spec> inputs, const tensor_spec& output) const {
+    return table_->kernel_dtype(inputs, output);
+  }
+  attr_map attrs() const { return table_->attrs(value_.get()); }
+  bool elementwise() const noexcept { return table_->elementwise; }
+  const void* get() const noexcept { return value_.get(); }
+
+ private:
+  std::shared_ptr<const void> value_;
+  const op_vtable* table_ = nullptr;
+};
+
+namespace detail {
+
+template <class Family, class = void>
+inline constexpr bool has_op_type = false;
+template <class Family>
+inline constexpr bool has_op_type<Family, std::void_t<typename Family::op_type>> = true;
+
+template <class Dtypes>
+struct for_each_dtype;
+template <class... Ts>
+struct for_each_dtype<dtypes<Ts...>> {
+  template <class F>
+  static constexpr void apply(F&& f) {
+    (f(std::type_identity<Ts>{}), ...);
+  }
+};
+
+template <class Op>
+result<runtime_op> make_runtime_op(const attr_map& attrs) {
+  auto op = from_attrs<Op>(attrs);
+  if (!op.ok()) return op.status();
+  return runtime_op::of(*op);
+}
+
+}  // namespace detail
+
+template <class Registry, class Device>
+struct dispatch_table {
+  using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
+
+  struct kernel_entry {
+    std::string_view op;
+    dtype type = dtype::f32;
+    compute_fn compute = nullptr;
+    bool expensive = false;
+    std::size_t order = 0;  // position in the registry's search order; the first wins
+  };
+  struct op_entry {
+    std::string_view name;
+    result<runtime_op> (*make)(const attr_map&) = nullptr;
+  };
+
+ private:
+  template <class K>
+  static status compute_erased(const void* op, kernel_context<Device>& ctx) {
+    return K::compute(*static_cast<const typename K::op_type*>(op), ctx);
+  }
+
+  template <class F>
+  static constexpr void for_each_kernel(F&& f) {
+    boost::hana::for_each(Registry::families, [&](auto family) {
+      using fam = typename decltype(family)::type;
+      if constexpr (detail::has_op_type<fam>) {
+        if constexpr (fam::devices_type::template contains<Device>) {
+          using op = typename fam::op_type;
+          detail::for_each_dtype<typename fam::dtypes_type>::apply([&](auto t) {
+            using T = typename decltype(t)::type;
+            using K = typename fam::template kernel_type<op, Device, T>;
+            f(kernel_entry{op::name, dtype_of<T>, &compute_erased<K>, static_cast<bool>(K::expensive), 0},
+              op_entry{op::name, &detail::make_runtime_op<op>});
+          });
+        }
+      }
+    });
+  }
+
+  static constexpr std::size_t count = [] {
+    std::size_t n = 0;
+    for_each_kernel([&](auto, auto) { ++n; });
+    return n;
+  }();
+
+  struct tables {
+    std::array<kernel_entry, count> kernels{};
+    std::size_t num_kernels = 0;
+    std::array<op_entry, count> ops{};
+    std::size_t num_ops = 0;
+  };
+  static constexpr tables built = [] {
+    tables t{};
+    std::array<kernel_entry, count> all{};
+    std::array<op_entry, count> all_ops{};
+    std::size_t n = 0;
+    for_each_kernel([&](kernel_entry k, op_entry o) {
+      k.order = n;
+      all[n] = k;
+      all_ops[n] = o;
+      ++n;
+    });
+    std::sort(all.begin(), all.end(), [](const kernel_entry& a, const kernel_entry& b) {
+      if (a.op != b.op) return a.op < b.op;
+      if (a.type != b.type) return a.type < b.type;
+      return a.order < b.order;
+    });
+    for (std::size_t i = 0; i < count; ++i)
+      if (i == 0 || all[i].op != all[i - 1].op || all[i].type != all[i - 1].type) t.kernels[t.num_kernels++] = all[i];
+    std::sort(all_ops.begin(), all_ops.end(), [](const op_entry& a, const op_entry& b) { return a.name < b.name; });
+    for (std::size_t i = 0; i < count; ++i)
+      if (i == 0 || all_ops[i].name != all_ops[i - 1].name) t.ops[t.num_ops++] = all_ops[i];
+    return t;
+  }();
+
+ public:
+  // Every (op, dtype) with a kernel on Device, sorted by op name then dtype.
+  static constexpr std::span<const kernel_entry> kernels{built.kernels.data(), built.num_kernels};
+  // Every op with a kernel on Device for some dtype, sorted by name.
+  static constexpr std::span<const op_entry> ops{built.ops.data(), built.num_ops};
+
+  static constexpr const kernel_entry* find_kernel(std::string_view op, dtype type) {
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair{op, type},
+                               [](const kernel_entry& e, const std::pair<std::string_view, dtype>& key) {
+                                 return e.op != key.first ? e.op < key.first : e.type < key.second;
+                               });
+    return it != kernels.end() && it->op == op && it->type == type ? &*it : nullptr;
+  }
+  static constexpr const op_entry* find_op(std::string_view name) {
+    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_entry& e, std::string_view n) { return e.name < n; });
+    return it != ops.end() && it->name == name ? &*it : nullptr;
+  }
+  // "f32, f64": the dtypes op has kernels for on Device.
+  static std::string dtypes_of(std::string_view op) {
+    detail::text t;
+    for (const kernel_entry& e : kernels)
+      if (e.op == op) {
+        if (!t.empty()) t.append(", ");
+        t.append(name_of(e.type));
+      }
+    return t.str();
+  }
+};
+
+}  // namespace typeflow

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a runtime session's run takes besides feeds and fetches, and what it can report back, as
+// TensorFlow's RunOptions and RunMetadata:
+//  - run_options: a timeout (the step ends with deadline_exceeded), a cancellation (cancelled),
+//    and a trace level (full: step stats per node);
+//  - cancellation: a shared flag; cancel() from any thread stops the steps watching it at their
+//    next node (a kernel already running finishes first);
+//  - run_metadata: one node_stats per node that ran, exportable as Chrome trace JSON (Perfetto,
+//    chrome://tracing).
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+
+namespace typeflow {
+
+class cancellation {
+ public:
+  cancellation() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  void cancel() const noexcept { flag_->store(true, std::memory_order_release); }
+  bool is_cancelled() const noexcept { return flag_->load(std::memory_order_acquire); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+enum class trace_level : unsigned char { none, full };
+
+struct run_options {
+  std::chrono::nanoseconds timeout{0};  // 0: none
+  const cancellation* cancel = nullptr;   // watched between nodes when set
+  trace_level trace = trace_level::none;
+};
+
+struct node_stats {
+  std::string node;
+  std::string op;
+  std::string device;
+  std::uint64_t thread = 0;     // a hash of the thread id
+  std::int64_t start_ns = 0;    // since the step started
+  std::int64_t end_ns = 0;
+  dtype output_type = dtype::f32;
+  shape output_shape;
+  std::size_t output_bytes = 0;
+};
+
+struct run_metadata {
+  std::vector<node_stats> steps;
+
+  // {"traceEvents": [{"name": ..., "ph": "X", "ts": µs, "dur": µs, "pid": 0, "tid": ..., "args": {...}}]}
+  std::string to_chrome_trace() const {
+    detail::text t;
+    t.append("{\"traceEvents\": [");
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const node_stats& s = steps[i];
+      detail::append(t, detail::cat(i ? ",\n  " : "\n  ", "{\"name\": \"", s.node, "\", \"cat\": \"", s.op,
+                                    "\", \"ph\": \"X\", \"pid\": 0, \"tid\": ", static_cast<std::int64_t>(s.thread % 1000000),
+                                    ", \"ts\": "));
+      append_micros(t, s.start_ns);
+      t.append(", \"dur\": ");
+      append_micros(t, s.end_ns - s.start_ns);
+      detail::append(t, detail::cat(", \"args\": {\"op\": \"", s.op, "\", \"device\": \"", s.device, "\", \"output\": \"",
+                                    name_of(s.output_type), s.output_shape, "\", \"bytes\": ",
+                                    static_cast<std::int64_t>(s.output_bytes), "}}"));
+    }
+    t.append("\n]}\n");
+    return t.str();
+  }
+
+ private:
+  static void append_micros(detail::text& t, std::int64_t ns) {
+    detail::append_int(t, ns / 1000);
+    t.push_back('.');
+    const std::int64_t frac = ns % 1000;
+    t.push_back(static_cast<char>('0' + frac / 100));
+    t.push_back(static_cast<char>('0' + frac / 10 % 10));
+    t.push_back(static_cast<char>('0' + frac % 10));
+  }
+};
+
+}  // namespace typeflow

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// runtime_session<Device, Registry>: runs a runtime graph with TensorFlow's DirectSession::Run
+// semantics.
+//   auto g = tf::runtime_graph<tf::cpu>::make(*tf::parse_graph(text));
+//   tf::runtime_session<tf::cpu> s(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*g)), device);
+//   auto out = s.run({{"x", x}}, {"y:0"}, {}, options, &metadata);   // result<vector<tensor>>
+// - Executors are made once per signature (feeds and targets sorted, fetches in order) and cached.
+// - Feeds may replace the output of any node, not only placeholders; a fed tensor's dtype must be
+//   the node's and its shape must match the node's inferred shape (dyn takes any size).
+// - run may be called from many threads at once.
+// - inter_op_threads > 0: the parallel executor on an Eigen ThreadPool of that many threads;
+//   0: the sequential executor on the calling thread.
+// - close() cancels the steps in flight and waits for them; runs after it are cancelled.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/graph/runtime_graph.hpp>
+#include <typeflow/runtime/run_options.hpp>
+#include <typeflow/runtime/runtime_executor.hpp>
+
+namespace typeflow {
+
+template <class Device, class Registry = default_registry>
+class runtime_session {
+ public:
+  using graph_type = runtime_graph<Device, Registry>;
+  using executor = runtime_executor<Device, Registry>;
+
+  runtime_session(std::shared_ptr<const graph_type> graph, Device& device, int inter_op_threads = 0)
+      : graph_(std::move(graph)), device_(&device),
+        pool_(inter_op_threads > 0 ? std::make_unique<Eigen::ThreadPool>(inter_op_threads) : nullptr) {}
+  ~runtime_session() { close(); }
+  runtime_session(const runtime_session&) = delete;
+  runtime_session& operator=(const runtime_session&) = delete;
+
+  // The fetched tensors, in the order of `fetches`.
+  result<std::vector<tensor>> run(const std::vector<std::pair<std::string, tensor>>& feeds,
+                                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets = {},
+                                  const run_options& options = {}, run_metadata* metadata = nullptr) {
+    in_flight_guard guard(*this);
+    if (closed_.load(std::memory_order_acquire)) return errors::cancelled("the session is closed");
+
+    // Feeds sorted by name, so that the signature does not depend on their order.
+    std::vector<std::size_t> order(feeds.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return feeds[a].first < feeds[b].first; });
+    std::vector<std::string> feed_names;
+    std::vector<tensor> fed;
+    for (std::size_t i : order) {
+      feed_names.push_back(feeds[i].first);
+      fed.push_back(feeds[i].second);
+    }
+    auto exec = executor_for(feed_names, fetches, targets);
+    if (!exec.ok()) return exec.status();
+    for (std::size_t k = 0; k < fed.size(); ++k) {
+      const tensor_spec& want = (*exec)->feed_specs()[k];
+      const tensor& t = fed[k];
+      if (!t.valid()) return errors::invalid_argument("feed '", feed_names[k], "': the tensor has no storage");
+      if (t.dtype() != want.type)
+        return errors::invalid_argument("feed '", feed_names[k], "': dtype ", t.dtype(), " does not match the node's ", want.type);
+      if (!matches(want.dims, t.shape()))
+        return errors::invalid_argument("feed '", feed_names[k], "': shape ", t.shape(), " does not match the node's ", want.dims);
+    }
+    runtime_step step{fed, std::chrono::steady_clock::time_point::max(), options.cancel, &cancel_,
+                      options.trace == trace_level::full ? metadata : nullptr};
+    if (options.timeout.count() > 0) step.deadline = std::chrono::steady_clock::now() + options.timeout;
+    std::vector<tensor> outputs;
+    status st = pool_ ? (*exec)->run_parallel(*device_, *pool_, step, outputs) : (*exec)->run_sequential(*device_, step, outputs);
+    if (!st.ok()) return st;
+    return outputs;
+  }
+
+  // Cancels the steps in flight, waits for them to end, and refuses later runs.
+  void close() {
+    closed_.store(true, std::memory_order_release);
+    cancel_.cancel();
+    std::unique_lock lock(flight_mutex_);
+    flight_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+
+  const graph_type& graph() const noexcept { return *graph_; }
+  // Executors made so far (one per distinct signature).
+  std::size_t num_executors() const {
+    std::lock_guard lock(cache_mutex_);
+    return cache_.size();
+  }
+
+ private:
+  struct in_flight_guard {
+    runtime_session& s;
+    explicit in_flight_guard(runtime_session& session) : s(session) {
+      std::lock_guard lock(s.flight_mutex_);
+      ++s.in_flight_;
+    }
+    ~in_flight_guard() {
+      std::lock_guard lock(s.flight_mutex_);
+      if (--s.in_flight_ == 0) s.flight_cv_.notify_all();
+    }
+  };
+
+  result<std::shared_ptr<const executor>> executor_for(const std::vector<std::string>& feeds,
+                                                       const std::vector<std::string>& fetches,
+                                                       const std::vector<std::string>& targets) {
+    std::vector<std::string> sorted_targets = targets;
+    std::sort(sorted_targets.begin(), sorted_targets.end());
+    std::string key;
+    for (const auto& f : feeds) key += f + ',';
+    key += '|';
+    for (const auto& f : fetches) key += f + ',';
+    key += '|';
+    for (const auto& t : sorted_targets) key += t + ',';
+    {
+      std::lock_guard lock(cache_mutex_);
+      if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    }
+    auto made = executor::make(graph_, feeds, fetches, sorted_targets);
+    if (!made.ok()) return made.status();
+    std::lock_guard lock(cache_mutex_);
+    return cache_.emplace(key, std::move(*made)).first->second;  // another thread's, if it won
+  }
+
+  std::shared_ptr<const graph_type> graph_;
+  Device* device_;
+  std::unique_ptr<Eigen::ThreadPool> pool_;
+  mutable std::mutex cache_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const executor>> cache_;
+  cancellation cancel_;
+  std::atomic<bool> closed_{false};
+  std::mutex flight_mutex_;
+  std::condition_variable flight_cv_;
+  std::size_t in_flight_ = 0;
+};
+
+}  // namespace typeflow

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runtime graphs: the dispatch table generated from the registry, op attributes, the text format
+// (round trips and every malformed input), and every validation error with its message.
+#include "support.hpp"
+
+namespace tf = typeflow;
+
+namespace {
+
+using table = tf::dispatch_table<tf::default_registry, tf::cpu>;
+using graph = tf::runtime_graph<tf::cpu>;
+
+// The message of the error that building `text` gives (parse or validation), or "" when it builds.
+std::string error_of(std::string_view text) {
+  auto def = tf::parse_graph(text);
+  if (!def.ok()) return std::string(def.status().message());
+  auto g = graph::make(std::move(*def));
+  if (!g.ok()) return std::string(g.status().message());
+  return "";
+}
+
+constexpr std::string_view mlp_text = R"(# a small MLP
+x  = placeholder() dtype=f32 shape=shape[?, 4]
+w1 = const() dtype=f32 shape=shape[4, 3] value=[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2]
+b1 = const() dtype=f32 shape=shape[3] value=0.5
+h  = matmul(x, w1)
+hb = add(h:0, b1)            # port 0 spelled out
+a  = relu(hb) @/job:localhost/replica:0/task:0/device:CPU:0
+y  = softmax(a) axis=-1 @CPU:0
+)";
+
+}  // namespace
+
+TEST_CASE("the dispatch table is generated from the registry, sorted, first list first", "[runtime][dispatch]") {
+  STATIC_REQUIRE(table::kernels.size() > 100);
+  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::f32) != nullptr);
+  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::i8) == nullptr);
+  STATIC_REQUIRE(table::find_kernel("no_such_op", tf::dtype::f32) == nullptr);
+  STATIC_REQUIRE(table::find_op("conv2d") != nullptr);
+  STATIC_REQUIRE(table::find_op("fused_elementwise") == nullptr);  // template ops are static-graph only
+  STATIC_REQUIRE(table::find_kernel("conv2d", tf::dtype::f32)->expensive);
+  STATIC_REQUIRE(!table::find_kernel("add", tf::dtype::f32)->expensive);
+  for (std::size_t i = 1; i < table::kernels.size(); ++i) {
+    const auto& a = table::kernels[i - 1];
+    const auto& b = table::kernels[i];
+    REQUIRE((a.op < b.op || (a.op == b.op && a.type < b.type)));
+  }
+  CHECK(table::dtypes_of("matmul") == "f16, f32, f64, i32, i64");
+}
+
+TEST_CASE("op attributes: read, defaults, and errors naming op, attribute and types", "[runtime][attrs]") {
+  auto m = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose_b", true}});
+  REQUIRE(m.ok());
+  CHECK(m->transpose_b);
+  CHECK(!m->transpose_a);
+  CHECK(tf::to_attrs(*m) == tf::attr_map{{"transpose_a", false}, {"transpose_b", true}});
+
+  auto c = tf::from_attrs<tf::ops::conv2d>(tf::attr_map{{"padding", "same"}, {"stride_h", 2}});
+  REQUIRE(c.ok());
+  CHECK(c->pad == tf::ops::padding::same);
+  CHECK(c->stride_h == 2);
+
+  auto bad_type = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose_a", 1}});
+  REQUIRE(!bad_type.ok());
+  CHECK(bad_type.status().message() == "op matmul: attribute 'transpose_a' must be bool, got int 1");
+  auto unknown = tf::from_attrs<tf::ops::relu>(tf::attr_map{{"alpha", 0.2}});
+  REQUIRE(!unknown.ok());
+  CHECK(unknown.status().message() == "op relu has no attribute 'alpha'; it takes none");
+  auto unknown2 = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose", true}});
+  CHECK(unknown2.status().message() == "op matmul has no attribute 'transpose'; it takes: transpose_a, transpose_b");
+  auto bad_padding = tf::from_attrs<tf::ops::max_pool2d>(tf::attr_map{{"padding", "full"}});
+  CHECK(bad_padding.status().message() == "op max_pool2d: attribute 'padding' must be \"same\" or \"valid\", got \"full\"");
+  auto axes = tf::from_attrs<tf::ops::reduce_sum>(tf::attr_map{{"axes", std::vector<std::int64_t>{0, 2}}});
+  REQUIRE(axes.ok());
+  CHECK(axes->axes.size() == 2);
+  auto reshape = tf::from_attrs<tf::ops::reshape>(tf::attr_map{{"shape", std::vector<std::int64_t>{2, -1}}});
+  REQUIRE(reshape.ok());
+  CHECK(reshape->to.rank() == 2);
+}
+
+TEST_CASE("text format: a graph parses, validates, and round-trips", "[runtime][text]") {
+  auto def = tf::parse_graph(mlp_text);
+  REQUIRE(def.ok());
+  REQUIRE(def->nodes.size() == 7);
+  const tf::node_def& hb = def->nodes[4];
+  CHECK(hb.name == "hb");
+  CHECK(hb.inputs == std::vector<std::string>{"h:0", "b1"});
+  CHECK(hb.line == 6);
+  CHECK(def->nodes[6].attrs.find("axis")->to_string() == "-1");
+  CHECK(def->nodes[5].device == "/job:localhost/replica:0/task:0/device:CPU:0");
+  const std::string text = tf::to_text(*def);
+  auto again = tf::parse_graph(text);
+  REQUIRE(again.ok());
+  REQUIRE(again->nodes.size() == def->nodes.size());
+  for (std::size_t i = 0; i < def->nodes.size(); ++i) {
+    CHECK(again->nodes[i].name == def->nodes[i].name);
+    CHECK(again->nodes[i].op == def->nodes[i].op);
+    CHECK(again->nodes[i].inputs == def->nodes[i].inputs);
+    CHECK(again->nodes[i].attrs == def->nodes[i].attrs);
+    CHECK(again->nodes[i].device == def->nodes[i].device);
+  }
+  auto g = graph::make(std::move(*def));
+  REQUIRE(g.ok());
+  CHECK(g->size() == 7);
+  CHECK((*g)[*g->find("y")].spec == tf::tensor_spec{tf::dtype::f32, tf::shape{tf::dyn, 3}});
+  CHECK(g->to_dot().find("style=dashed") == std::string::npos);
+  CHECK_THAT(g->to_dot(), Catch::Contains("matmul f32[?, 3]"));
+  CHECK(tf::parse_graph("").ok());
+  CHECK(tf::parse_graph("# only a comment\n\n   \n").value().nodes.empty());
+}
+
+TEST_CASE("text format: malformed input gives the line, the column and what was expected", "[runtime][text]") {
+  struct bad {
+    std::string_view text, message;
+  };
+  const bad cases[] = {
+      {"x = placeholder(", "line 1, column 17: expected an input name, found the end of the line"},
+      {"x placeholder()", "line 1, column 3: expected '=' after the node name, found 'placeholder()'"},
+      {"= relu(x)", "line 1, column 1: expected a node name, found '= relu(x)'"},
+      {"y = relu x", "line 1, column 10: expected '(' after the op name, found 'x'"},
+      {"y = relu(x", "line 1, column 11: expected ',' or ')' in the input list, found the end of the line"},
+      {"y = relu(x:)", "line 1, column 12: expected a port number after ':', found ')'"},
+      {"x = placeholder() dtype", "line 1, column 24: expected '=' after attribute 'dtype', found the end of the line"},
+      {"x = placeholder() dtype=", "line 1, column 25: expected a value, found the end of the line"},
+      {"x = const() value=1.2.3", "line 1, column 19: expected a number, found '1.2.3'"},
+      {"x = const() value=99999999999999999999", "line 1, column 19: expected an integer that fits in 64 bits, found '99999999999999999999'"},
+      {"x = const() value=\"abc", "line 1, column 19: the string is not closed by '\"'"},
+      {"x = const() value=[1, 2", "line 1, column 24: expected ',' or ']' in the list, found the end of the line"},
+      {"x = const() value=[1, \"a\"]", "line 1, column 26: expected list elements of one type (numbers or strings), found ']'"},
+      {"x = placeholder() shape=shape[2, -1]", "line 1, column 34: expected a dimension: a non-negative integer or '?', found '-1]'"},
+      {"x = placeholder() shape=shape[2, 3", "line 1, column 35: expected ',' or ']' in the shape, found the end of the line"},
+      {"x = placeholder() dtype=float128", "line 1, column 25: expected a value (number, true, false, \"string\", dtype, shape[...], [list]), found 'float128'"},
+      {"x = placeholder() dtype=f32 dtype=f64", "line 1, column 29: attribute 'dtype' is given twice"},
+      {"x = placeholder() @", "line 1, column 20: expected a device after '@', found the end of the line"},
+      {"x = placeholder() @CPU:0 dtype=f32", "line 1, column 26: expected the end of the line after the device, found 'dtype=f32'"},
+      {"a = placeholder() dtype=f32 shape=shape[]\nb = relu(a\n", "line 2, column 11: expected ',' or ')' in the input list, found the end of the line"},
+  };
+  for (const bad& b : cases) {
+    INFO(b.text);
+    auto def = tf::parse_graph(b.text);
+    REQUIRE(!def.ok());
+    CHECK(def.status().code() == tf::status_code::invalid_argument);
+    CHECK(def.status().message() == b.message);
+  }
+  auto missing = tf::load_graph("/nonexistent/graph.tfg");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().code() == tf::status_code::not_found);
+  CHECK(missing.status().message() == "cannot open graph file '/nonexistent/graph.tfg'");
+}
+
+TEST_CASE("validation: every error names the node and says what is wrong", "[runtime][validation]") {
+  constexpr std::string_view x = "x = placeholder() dtype=f32 shape=shape[2, 3]\n";
+  CHECK(error_of(std::string(x) + "y = frobnicate(x)") ==
+        "node 'y' (line 2): unknown op 'frobnicate' (no kernel list of this registry has it for device CPU)");
+  CHECK(error_of(std::string(x) + "x = relu(x)") == "node 'x' (line 2): duplicate name (also node 0)");
+  CHECK(error_of(std::string(x) + "y = relu(z)") == "node 'y' (line 2): input 'z' names no node in the graph");
+  CHECK(error_of(std::string(x) + "y = relu(x:1)") ==
+        "node 'y' (line 2): input 'x:1': node 'x' has one output (port 0), port 1 does not exist");
+  CHECK(error_of(std::string(x) + "y = add(x)") == "node 'y' (line 2): op add takes 2 inputs, got 1");
+  CHECK(error_of(std::string(x) + "y = relu(x, x)") == "node 'y' (line 2): op relu takes 1 input, got 2");
+  CHECK(error_of(std::string(x) + "y = concat()") == "node 'y' (line 2): op concat takes at least 1 input, got 0");
+  CHECK(error_of(std::string(x) + "y = matmul(x, x) transpose_a=1") ==
+        "node 'y' (line 2): op matmul: attribute 'transpose_a' must be bool, got int 1");
+  CHECK(error_of(std::string(x) + "y = relu(x) alpha=0.1") == "node 'y' (line 2): op relu has no attribute 'alpha'; it takes none");
+  CHECK(error_of(std::string(x) + "y = matmul(x, x)") ==
+        "node 'y' (line 2): matmul: inner dimensions differ: a is [2, 3] (k = 3), b is [2, 3] (k = 2)");
+  CHECK(error_of("a = relu(b)\nb = relu(a)\nc = relu(c)") == "the graph has a cycle through nodes 'a', 'b', 'c'");
+  CHECK(error_of(std::string(x) + "y = relu(x, ^y)") == "the graph has a cycle through nodes 'y'");
+  CHECK(error_of(std::string(x) + "y = relu(x) @/device:GPU:0") ==
+        "node 'y' (line 2): device '/device:GPU:0' is not available; this graph runs on CPU:0");
+  CHECK(error_of("x = placeholder() dtype=i8 shape=shape[2, 2]\ny = matmul(x, x)") ==
+        "node 'y' (line 2): no kernel for op matmul on device CPU with dtype i8; it has kernels for: f16, f32, f64, i32, i64");
+  CHECK(error_of("x = placeholder() dtype=f32") == "node 'x' (line 1): placeholder: attribute 'shape' is required");
+  CHECK(error_of("x = placeholder() dtype=3 shape=shape[1]") ==
+        "node 'x' (line 1): placeholder: attribute 'dtype' must be dtype, got int 3");
+  CHECK(error_of("x = placeholder(y) dtype=f32 shape=shape[1]\ny = placeholder() dtype=f32 shape=shape[1]") ==
+        "node 'x' (line 1): a placeholder takes no data inputs, got 1");
+  CHECK(error_of("c = const() dtype=f32 shape=shape[2] value=[1, 2, 3]") ==
+        "node 'c' (line 1): const: 3 values for shape [2] (2 elements)");
+  CHECK(error_of("c = const() dtype=f32 shape=shape[?] value=1") ==
+        "node 'c' (line 1): const: shape [?] has an unknown dimension");
+  // A graph built in code: no line numbers.
+  tf::graph_def def;
+  def.nodes.push_back({"", "relu", {}, {}, "", 0});
+  auto g = graph::make(def);
+  REQUIRE(!g.ok());
+  CHECK(g.status().message() == "node number 0 (line 0): empty name");
+  def.nodes[0].name = "a b";
+  CHECK(graph::make(def).status().message() == "node 'a b': a name may not contain spaces or any of : ^ , ( ) # @ = \" \\");
+}
+
+TEST_CASE("a static graph becomes a runtime graph with the same ops and attributes", "[runtime][static]") {
+  constexpr auto x = tf::input<"x", float, tf::static_shape<tf::dyn, 4>>;
+  constexpr auto w = tf::variable<"w", float, tf::static_shape<4, 2>>;
+  using namespace tf::literals;
+  constexpr auto y = tf::softmax(tf::apply<tf::ops::matmul{.transpose_b = false}>(x, w) * 0.5_c);
+  auto def = tf::to_graph_def(tf::graph(y));
+  REQUIRE(def.ok());
+  const std::string text = tf::to_text(*def);
+  CHECK_THAT(text, Catch::Contains("x = placeholder() dtype=f32 shape=shape[?, 4]"));
+  CHECK_THAT(text, Catch::Contains("w = placeholder() dtype=f32 shape=shape[4, 2]"));
+  CHECK_THAT(text, Catch::Contains("= matmul(x, w) transpose_a=false transpose_b=false"));
+  CHECK_THAT(text, Catch::Contains("= const() dtype=f32 shape=shape[] value=0.5"));
+  auto g = graph::make(*tf::parse_graph(text));
+  REQUIRE(g.ok());
+  CHECK(g->size() == def->nodes.size());
+}
