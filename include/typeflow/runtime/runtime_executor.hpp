@@ -311,7 +311,8 @@ class runtime_executor {
           continue;
         }
         pool.Schedule([this, &device, &pool, &s, k] {
-          std::vector<std::uint32_t> next{k};
+          std::vector<std::uint32_t> next;
+          process(device, s, k, next);
           schedule(device, pool, s, next);
         });
       }
