@@ -8,6 +8,8 @@
 // outputs' buffers are reused.
 #include "support.hpp"
 
+#include <cstring>
+
 #include "allocation_counter.hpp"
 #include "../../examples/models.hpp"
 
@@ -71,6 +73,36 @@ TEST_CASE("a static-shape graph step allocates nothing", "[allocations]") {
   REQUIRE(s.initialize(w, 0.01).ok());
   const tf::tensor in = tf::test::random_tensor<float>(tf::shape{32, 64}, 5);
   CHECK(tf::test::allocations_per_calls(10, [&] { auto r = s.run(tf::feed(x, in), tf::fetch(y)); keep(&r); }) == 0);
+}
+
+namespace {
+
+// The model's output with and without the memory plan, which must be bitwise equal.
+template <class Model>
+bool same_with_and_without_plan(std::int64_t batch) {
+  tf::cpu device;
+  tf::session<typename Model::graph, tf::cpu> planned(typename Model::graph{}, device);
+  tf::session<typename Model::graph, tf::cpu, tf::default_registry, true, false> own(typename Model::graph{}, device);
+  const typename Model::weights w;
+  REQUIRE(Model::initialize(planned, w).ok());
+  REQUIRE(Model::initialize(own, w).ok());
+  const tf::tensor x = Model::input(batch);
+  auto a = planned.run(tf::feed(Model::x, x), tf::fetch(Model::y));
+  auto b = own.run(tf::feed(Model::x, x), tf::fetch(Model::y));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const tf::tensor& ta = std::get<0>(*a).untyped();
+  const tf::tensor& tb = std::get<0>(*b).untyped();
+  return ta.shape() == tb.shape() && std::memcmp(ta.data(), tb.data(), ta.bytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("MLP and CNN give bitwise the same results with and without the memory plan", "[allocations][models]") {
+  CHECK(same_with_and_without_plan<models::mlp>(1));
+  CHECK(same_with_and_without_plan<models::mlp>(17));
+  CHECK(same_with_and_without_plan<models::cnn>(1));
+  CHECK(same_with_and_without_plan<models::cnn>(3));
 }
 
 TEST_CASE("MLP and CNN steps allocate nothing with the memory plan", "[allocations][models]") {

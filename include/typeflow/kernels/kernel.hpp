@@ -38,6 +38,15 @@ concept kernel = requires(const typename K::op_type& o, kernel_context<typename 
   { K::compute(o, ctx) } -> std::same_as<status>;
 };
 
+// Whether a parallel executor hands a kernel to the inter-op pool (expensive) or runs it inline
+// on the thread that made it ready (cheap): the kernel's own `expensive`, unless specialised here
+// for that kernel type. The rule the built-in kernels follow: cheap for one streaming pass in
+// memory order (elementwise ops, fused groups, bias_add, batch_norm, reshape and identity copies,
+// fill), whose cost on small tensors is below a thread hand-off (~200 ns); expensive for the rest
+// (matmul, conv2d, pooling, reductions, softmax, transpose, concat, slice, pad, gather).
+template <class Kernel>
+inline constexpr bool is_expensive = static_cast<bool>(Kernel::expensive);
+
 // A kernel family: the class template Kernel<Op, Device, T> instantiated for one op, a list of
 // devices<...> and a list of dtypes<...>. Kernel lists hold families, so one line registers an
 // implementation for every device and dtype it covers.

@@ -135,7 +135,7 @@ struct dispatch_table {
           detail::for_each_dtype<typename fam::dtypes_type>::apply([&](auto t) {
             using T = typename decltype(t)::type;
             using K = typename fam::template kernel_type<op, Device, T>;
-            f(kernel_entry{op::name, dtype_of<T>, &compute_erased<K>, static_cast<bool>(K::expensive), 0},
+            f(kernel_entry{op::name, dtype_of<T>, &compute_erased<K>, is_expensive<K>, 0},
               op_entry{op::name, &detail::make_runtime_op<op>});
           });
         }
