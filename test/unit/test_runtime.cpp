@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runtime graphs, in one translation unit because each one that uses runtime graphs instantiates
+// every kernel of the registry (the dispatch table):
+//  - the dispatch table generated from the registry, op attributes, the text format (round trips
+//    and every malformed input), and every validation error with its message;
+//  - the runtime session: results against a plain reference, 1000 random DAGs run by the parallel
+//    executor at 1, 2 and 4 threads against the sequential one, many threads on one session, feeds
+//    that replace any node, targets, every run-time error, timeouts, cancellation, close while
+//    running, and step stats.
+#include "support.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+
+
+namespace tf = typeflow;
+
+namespace {
+
+using table = tf::dispatch_table<tf::default_registry, tf::cpu>;
+using graph = tf::runtime_graph<tf::cpu>;
+
+// The message of the error that building `text` gives (parse or validation), or "" when it builds.
+std::string error_of(std::string_view text) {
+  auto def = tf::parse_graph(text);
+  if (!def.ok()) return std::string(def.status().message());
+  auto g = graph::make(std::move(*def));
+  if (!g.ok()) return std::string(g.status().message());
+  return "";
+}
+
+constexpr std::string_view mlp_text = R"(# a small MLP
+x  = placeholder() dtype=f32 shape=shape[?, 4]
+w1 = const() dtype=f32 shape=shape[4, 3] value=[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2]
+b1 = const() dtype=f32 shape=shape[3] value=0.5
+h  = matmul(x, w1)
+hb = add(h:0, b1)            # port 0 spelled out
+a  = relu(hb) @/job:localhost/replica:0/task:0/device:CPU:0
+y  = softmax(a) axis=-1 @CPU:0
+)";
+
+}  // namespace
+
+TEST_CASE("the dispatch table is generated from the registry, sorted, first list first", "[runtime][dispatch]") {
+  STATIC_REQUIRE(table::kernels.size() > 100);
+  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::f32) != nullptr);
+  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::i8) == nullptr);
+  STATIC_REQUIRE(table::find_kernel("no_such_op", tf::dtype::f32) == nullptr);
+  STATIC_REQUIRE(table::find_op("conv2d") != nullptr);
+  STATIC_REQUIRE(table::find_op("fused_elementwise") == nullptr);  // template ops are static-graph only
+  STATIC_REQUIRE(table::find_kernel("conv2d", tf::dtype::f32)->expensive);
+  STATIC_REQUIRE(!table::find_kernel("add", tf::dtype::f32)->expensive);
+  for (std::size_t i = 1; i < table::kernels.size(); ++i) {
+    const auto& a = table::kernels[i - 1];
+    const auto& b = table::kernels[i];
+    REQUIRE((a.op < b.op || (a.op == b.op && a.type < b.type)));
+  }
+  CHECK(table::dtypes_of("matmul") == "f16, f32, f64, i32, i64");
+}
+
+TEST_CASE("op attributes: read, defaults, and errors naming op, attribute and types", "[runtime][attrs]") {
+  auto m = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose_b", true}});
+  REQUIRE(m.ok());
+  CHECK(m->transpose_b);
+  CHECK(!m->transpose_a);
+  CHECK(tf::to_attrs(*m) == tf::attr_map{{"transpose_a", false}, {"transpose_b", true}});
+
+  auto c = tf::from_attrs<tf::ops::conv2d>(tf::attr_map{{"padding", "same"}, {"stride_h", 2}});
+  REQUIRE(c.ok());
+  CHECK(c->pad == tf::ops::padding::same);
+  CHECK(c->stride_h == 2);
+
+  auto bad_type = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose_a", 1}});
+  REQUIRE(!bad_type.ok());
+  CHECK(bad_type.status().message() == "op matmul: attribute 'transpose_a' must be bool, got int 1");
+  auto unknown = tf::from_attrs<tf::ops::relu>(tf::attr_map{{"alpha", 0.2}});
+  REQUIRE(!unknown.ok());
+  CHECK(unknown.status().message() == "op relu has no attribute 'alpha'; it takes none");
+  auto unknown2 = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose", true}});
+  CHECK(unknown2.status().message() == "op matmul has no attribute 'transpose'; it takes: transpose_a, transpose_b");
+  auto bad_padding = tf::from_attrs<tf::ops::max_pool2d>(tf::attr_map{{"padding", "full"}});
+  CHECK(bad_padding.status().message() == "op max_pool2d: attribute 'padding' must be \"same\" or \"valid\", got \"full\"");
+  auto axes = tf::from_attrs<tf::ops::reduce_sum>(tf::attr_map{{"axes", std::vector<std::int64_t>{0, 2}}});
+  REQUIRE(axes.ok());
+  CHECK(axes->axes.size() == 2);
+  auto reshape = tf::from_attrs<tf::ops::reshape>(tf::attr_map{{"shape", std::vector<std::int64_t>{2, -1}}});
+  REQUIRE(reshape.ok());
+  CHECK(reshape->to.rank() == 2);
+}
+
+TEST_CASE("text format: a graph parses, validates, and round-trips", "[runtime][text]") {
+  auto def = tf::parse_graph(mlp_text);
+  REQUIRE(def.ok());
+  REQUIRE(def->nodes.size() == 7);
+  const tf::node_def& hb = def->nodes[4];
+  CHECK(hb.name == "hb");
+  CHECK(hb.inputs == std::vector<std::string>{"h:0", "b1"});
+  CHECK(hb.line == 6);
+  CHECK(def->nodes[6].attrs.find("axis")->to_string() == "-1");
+  CHECK(def->nodes[5].device == "/job:localhost/replica:0/task:0/device:CPU:0");
+  const std::string text = tf::to_text(*def);
+  auto again = tf::parse_graph(text);
+  REQUIRE(again.ok());
+  REQUIRE(again->nodes.size() == def->nodes.size());
+  for (std::size_t i = 0; i < def->nodes.size(); ++i) {
+    CHECK(again->nodes[i].name == def->nodes[i].name);
+    CHECK(again->nodes[i].op == def->nodes[i].op);
+    CHECK(again->nodes[i].inputs == def->nodes[i].inputs);
+    CHECK(again->nodes[i].attrs == def->nodes[i].attrs);
+    CHECK(again->nodes[i].device == def->nodes[i].device);
+  }
+  auto g = graph::make(std::move(*def));
+  REQUIRE(g.ok());
+  CHECK(g->size() == 7);
+  CHECK((*g)[*g->find("y")].spec == tf::tensor_spec{tf::dtype::f32, tf::shape{tf::dyn, 3}});
+  CHECK(g->to_dot().find("style=dashed") == std::string::npos);
+  CHECK_THAT(g->to_dot(), Catch::Contains("matmul f32[?, 3]"));
+  CHECK(tf::parse_graph("").ok());
+  CHECK(tf::parse_graph("# only a comment\n\n   \n").value().nodes.empty());
+}
+
+TEST_CASE("text format: malformed input gives the line, the column and what was expected", "[runtime][text]") {
+  struct bad {
+    std::string_view text, message;
+  };
+  const bad cases[] = {
+      {"x = placeholder(", "line 1, column 17: expected an input name, found the end of the line"},
+      {"x placeholder()", "line 1, column 3: expected '=' after the node name, found 'placeholder()'"},
+      {"= relu(x)", "line 1, column 1: expected a node name, found '= relu(x)'"},
+      {"y = relu x", "line 1, column 10: expected '(' after the op name, found 'x'"},
+      {"y = relu(x", "line 1, column 11: expected ',' or ')' in the input list, found the end of the line"},
+      {"y = relu(x:)", "line 1, column 12: expected a port number after ':', found ')'"},
+      {"x = placeholder() dtype", "line 1, column 24: expected '=' after attribute 'dtype', found the end of the line"},
+      {"x = placeholder() dtype=", "line 1, column 25: expected a value, found the end of the line"},
+      {"x = const() value=1.2.3", "line 1, column 19: expected a number, found '1.2.3'"},
+      {"x = const() value=99999999999999999999", "line 1, column 19: expected an integer that fits in 64 bits, found '99999999999999999999'"},
+      {"x = const() value=\"abc", "line 1, column 19: the string is not closed by '\"'"},
+      {"x = const() value=[1, 2", "line 1, column 24: expected ',' or ']' in the list, found the end of the line"},
+      {"x = const() value=[1, \"a\"]", "line 1, column 26: expected list elements of one type (numbers or strings), found ']'"},
+      {"x = placeholder() shape=shape[2, -1]", "line 1, column 34: expected a dimension: a non-negative integer or '?', found '-1]'"},
+      {"x = placeholder() shape=shape[2, 3", "line 1, column 35: expected ',' or ']' in the shape, found the end of the line"},
+      {"x = placeholder() dtype=float128", "line 1, column 25: expected a value (number, true, false, \"string\", dtype, shape[...], [list]), found 'float128'"},
+      {"x = placeholder() dtype=f32 dtype=f64", "line 1, column 29: attribute 'dtype' is given twice"},
+      {"x = placeholder() @", "line 1, column 20: expected a device after '@', found the end of the line"},
+      {"x = placeholder() @CPU:0 dtype=f32", "line 1, column 26: expected the end of the line after the device, found 'dtype=f32'"},
+      {"a = placeholder() dtype=f32 shape=shape[]\nb = relu(a\n", "line 2, column 11: expected ',' or ')' in the input list, found the end of the line"},
+  };
+  for (const bad& b : cases) {
+    INFO(b.text);
+    auto def = tf::parse_graph(b.text);
+    REQUIRE(!def.ok());
+    CHECK(def.status().code() == tf::status_code::invalid_argument);
+    CHECK(def.status().message() == b.message);
+  }
+  auto missing = tf::load_graph("/nonexistent/graph.tfg");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().code() == tf::status_code::not_found);
+  CHECK(missing.status().message() == "cannot open graph file '/nonexistent/graph.tfg'");
+}
+
+TEST_CASE("validation: every error names the node and says what is wrong", "[runtime][validation]") {
+  constexpr std::string_view x = "x = placeholder() dtype=f32 shape=shape[2, 3]\n";
+  CHECK(error_of(std::string(x) + "y = frobnicate(x)") ==
+        "node 'y' (line 2): unknown op 'frobnicate' (no kernel list of this registry has it for device CPU)");
+  CHECK(error_of(std::string(x) + "x = relu(x)") == "node 'x' (line 2): duplicate name (also node 0)");
+  CHECK(error_of(std::string(x) + "y = relu(z)") == "node 'y' (line 2): input 'z' names no node in the graph");
+  CHECK(error_of(std::string(x) + "y = relu(x:1)") ==
+        "node 'y' (line 2): input 'x:1': node 'x' has one output (port 0), port 1 does not exist");
+  CHECK(error_of(std::string(x) + "y = add(x)") == "node 'y' (line 2): op add takes 2 inputs, got 1");
+  CHECK(error_of(std::string(x) + "y = relu(x, x)") == "node 'y' (line 2): op relu takes 1 input, got 2");
+  CHECK(error_of(std::string(x) + "y = concat()") == "node 'y' (line 2): op concat takes at least 1 input, got 0");
+  CHECK(error_of(std::string(x) + "y = matmul(x, x) transpose_a=1") ==
+        "node 'y' (line 2): op matmul: attribute 'transpose_a' must be bool, got int 1");
+  CHECK(error_of(std::string(x) + "y = relu(x) alpha=0.1") == "node 'y' (line 2): op relu has no attribute 'alpha'; it takes none");
+  CHECK(error_of(std::string(x) + "y = matmul(x, x)") ==
+        "node 'y' (line 2): matmul: inner dimensions differ: a is [2, 3] (k = 3), b is [2, 3] (k = 2)");
+  CHECK(error_of("a = relu(b)\nb = relu(a)\nc = relu(c)") == "the graph has a cycle through nodes 'a', 'b', 'c'");
+  CHECK(error_of(std::string(x) + "y = relu(x, ^y)") == "the graph has a cycle through nodes 'y'");
+  CHECK(error_of(std::string(x) + "y = relu(x) @/device:GPU:0") ==
+        "node 'y' (line 2): device '/device:GPU:0' is not available; this graph runs on CPU:0");
+  CHECK(error_of("x = placeholder() dtype=i8 shape=shape[2, 2]\ny = matmul(x, x)") ==
+        "node 'y' (line 2): no kernel for op matmul on device CPU with dtype i8; it has kernels for: f16, f32, f64, i32, i64");
+  CHECK(error_of("x = placeholder() dtype=f32") == "node 'x' (line 1): placeholder: attribute 'shape' is required");
+  CHECK(error_of("x = placeholder() dtype=3 shape=shape[1]") ==
+        "node 'x' (line 1): placeholder: attribute 'dtype' must be dtype, got int 3");
+  CHECK(error_of("x = placeholder(y) dtype=f32 shape=shape[1]\ny = placeholder() dtype=f32 shape=shape[1]") ==
+        "node 'x' (line 1): a placeholder takes no data inputs, got 1");
+  CHECK(error_of("c = const() dtype=f32 shape=shape[2] value=[1, 2, 3]") ==
+        "node 'c' (line 1): const: 3 values for shape [2] (2 elements)");
+  CHECK(error_of("c = const() dtype=f32 shape=shape[?] value=1") ==
+        "node 'c' (line 1): const: shape [?] has an unknown dimension");
+  // A graph built in code: no line numbers.
+  tf::graph_def def;
+  def.nodes.push_back({"", "relu", {}, {}, "", 0});
+  auto g = graph::make(def);
+  REQUIRE(!g.ok());
+  CHECK(g.status().message() == "node number 0 (line 0): empty name");
+  def.nodes[0].name = "a b";
+  CHECK(graph::make(def).status().message() == "node 'a b': a name may not contain spaces or any of : ^ , ( ) # @ = \" \\");
+}
+
+TEST_CASE("a static graph becomes a runtime graph with the same ops and attributes", "[runtime][static]") {
+  constexpr auto x = tf::input<"x", float, tf::static_shape<tf::dyn, 4>>;
+  constexpr auto w = tf::variable<"w", float, tf::static_shape<4, 2>>;
+  using namespace tf::literals;
+  constexpr auto y = tf::softmax(tf::apply<tf::ops::matmul{.transpose_b = false}>(x, w) * 0.5_c);
+  auto def = tf::to_graph_def(tf::graph(y));
+  REQUIRE(def.ok());
+  const std::string text = tf::to_text(*def);
+  CHECK_THAT(text, Catch::Contains("x = placeholder() dtype=f32 shape=shape[?, 4]"));
+  CHECK_THAT(text, Catch::Contains("w = placeholder() dtype=f32 shape=shape[4, 2]"));
+  CHECK_THAT(text, Catch::Contains("= matmul(x, w) transpose_a=false transpose_b=false"));
+  CHECK_THAT(text, Catch::Contains("= const() dtype=f32 shape=shape[] value=0.5"));
+  auto g = graph::make(*tf::parse_graph(text));
+  REQUIRE(g.ok());
+  CHECK(g->size() == def->nodes.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime session
+
+
+
+
+namespace {
+
+using graph = tf::runtime_graph<tf::cpu>;
+using session = tf::runtime_session<tf::cpu>;
+
+std::shared_ptr<const graph> build(std::string_view text) {
+  auto def = tf::parse_graph(text);
+  REQUIRE(def.ok());
+  auto g = graph::make(std::move(*def));
+  if (!g.ok()) FAIL(g.status().to_string());
+  return std::make_shared<const graph>(std::move(*g));
+}
+
+bool same_bits(const tf::tensor& a, const tf::tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a runtime graph computes what a plain loop computes, on both executors", "[runtime][session]") {
+  auto g = build(R"(
+x = placeholder() dtype=f32 shape=shape[?, 3]
+w = const() dtype=f32 shape=shape[3, 2] value=[1, -1, 0.5, 2, -0.25, 0]
+b = const() dtype=f32 shape=shape[2] value=[0.5, -3]
+h = matmul(x, w)
+hb = add(h, b)
+y = relu(hb)
+)");
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{5, 3}, 1);
+  const float w[3][2] = {{1, -1}, {0.5f, 2}, {-0.25f, 0}};
+  const float bias[2] = {0.5f, -3};
+  tf::cpu device;
+  for (int threads : {0, 2}) {
+    session s(g, device, threads);
+    auto out = s.run({{"x", x}}, {"y", "h:0"});
+    REQUIRE(out.ok());
+    REQUIRE(out->size() == 2);
+    const auto xs = x.unchecked_values<float>();
+    const auto ys = (*out)[0].unchecked_values<float>();
+    REQUIRE((*out)[0].shape() == tf::shape{5, 2});
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 2; ++c) {
+        float acc = 0;
+        for (int k = 0; k < 3; ++k) acc += xs[r * 3 + k] * w[k][c];
+        CHECK(ys[r * 2 + c] == Approx(std::max(acc + bias[c], 0.0f)).margin(1e-6));
+      }
+  }
+}
+
+namespace {
+
+// A random DAG of small f32 tensors: elementwise ops with broadcasting, matmul, reductions,
+// reshape and concat; two placeholders; the last node and two random ones are fetched.
+struct random_dag {
+  std::string text;
+  std::vector<std::string> fetches;
+};
+
+random_dag make_random_dag(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  struct value {
+    std::string name;
+    tf::shape s;
+  };
+  std::vector<value> nodes;
+  std::string text;
+  auto add_node = [&](const std::string& line, tf::shape s) {
+    const std::string name = "n" + std::to_string(nodes.size());
+    text += name + " = " + line + "\n";
+    nodes.push_back({name, s});
+  };
+  add_node("placeholder() dtype=f32 shape=shape[?, 4]", tf::shape{3, 4});
+  add_node("placeholder() dtype=f32 shape=shape[4]", tf::shape{4});
+  add_node("const() dtype=f32 shape=shape[4, 4] value=[0.5, -1, 0.25, 2, 1, 0, -0.5, 0.75, -2, 1.5, 0.125, 1, 0, 0.5, -1, 0.25]",
+           tf::shape{4, 4});
+  auto pick = [&](auto&& ok) -> const value* {
+    std::vector<const value*> c;
+    for (const value& v : nodes)
+      if (ok(v.s)) c.push_back(&v);
+    return c.empty() ? nullptr : c[rng() % c.size()];
+  };
+  auto broadcastable = [](const tf::shape& a, const tf::shape& b) { return tf::broadcast(a, b).ok(); };
+  const int count = 6 + static_cast<int>(rng() % 14);
+  for (int i = 0; i < count; ++i) {
+    switch (rng() % 8) {
+      case 0: case 1: {  // unary
+        const value* a = pick([](const tf::shape&) { return true; });
+        static constexpr const char* unary[] = {"relu", "tanh", "neg", "sigmoid", "abs", "square"};
+        add_node(std::string(unary[rng() % 6]) + "(" + a->name + ")", a->s);
+        break;
+      }
+      case 2: case 3: {  // binary with broadcasting
+        const value* a = pick([](const tf::shape&) { return true; });
+        const value* b = pick([&](const tf::shape& s) { return broadcastable(a->s, s); });
+        static constexpr const char* binary[] = {"add", "sub", "mul", "maximum", "minimum"};
+        add_node(std::string(binary[rng() % 5]) + "(" + a->name + ", " + b->name + ")", *tf::broadcast(a->s, b->s));
+        break;
+      }
+      case 4: {  // matmul [m, 4] x [4, 4]
+        const value* a = pick([](const tf::shape& s) { return s.rank() == 2 && s[1] == 4; });
+        const value* b = pick([](const tf::shape& s) { return s == tf::shape{4, 4}; });
+        if (!a || !b) break;
+        add_node("matmul(" + a->name + ", " + b->name + ")", tf::shape{a->s[0], 4});
+        break;
+      }
+      case 5: {  // reduction over axis 0, keeping it
+        const value* a = pick([](const tf::shape& s) { return s.rank() == 2; });
+        if (!a) break;
+        add_node(std::string(rng() % 2 ? "reduce_sum" : "reduce_max") + "(" + a->name + ") axes=[0] keep_dims=true",
+                 tf::shape{1, a->s[1]});
+        break;
+      }
+      case 6: {  // reshape to 1-D and back
+        const value* found = pick([](const tf::shape& s) { return s.rank() == 2; });
+        if (!found) break;
+        const value a = *found;  // a copy: add_node may move the nodes
+        add_node("reshape(" + a.name + ") shape=[-1]", tf::shape{a.s.num_elements()});
+        const std::string flat = nodes.back().name;
+        add_node("reshape(" + flat + ") shape=[" + std::to_string(a.s[0]) + ", " + std::to_string(a.s[1]) + "]", a.s);
+        break;
+      }
+      default: {  // concat two rank-2 tensors of 4 columns along axis 0
+        const value* a = pick([](const tf::shape& s) { return s.rank() == 2 && s[1] == 4; });
+        const value* b = pick([](const tf::shape& s) { return s.rank() == 2 && s[1] == 4; });
+        if (!a || !b) break;
+        add_node("concat(" + a->name + ", " + b->name + ") axis=0", tf::shape{a->s[0] + b->s[0], 4});
+        break;
+      }
+    }
+  }
+  random_dag d{text, {nodes.back().name}};
+  for (int k = 0; k < 2; ++k) d.fetches.push_back(nodes[3 + rng() % (nodes.size() - 3)].name);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("1000 random DAGs: the parallel executor at 1, 2 and 4 threads agrees with the sequential one",
+          "[runtime][differential]") {
+  tf::cpu device;
+  std::size_t nodes_run = 0;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) {
+    const random_dag d = make_random_dag(seed);
+    INFO("seed " << seed << "\n" << d.text);
+    auto g = build(d.text);
+    const tf::tensor a = tf::test::random_tensor<float>(tf::shape{3, 4}, seed);
+    const tf::tensor b = tf::test::random_tensor<float>(tf::shape{4}, seed + 7);
+    session sequential(g, device, 0);
+    auto expected = sequential.run({{"n0", a}, {"n1", b}}, d.fetches);
+    REQUIRE(expected.ok());
+    nodes_run += g->size();
+    for (int threads : {1, 2, 4}) {
+      session parallel(g, device, threads);
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        auto got = parallel.run({{"n1", b}, {"n0", a}}, d.fetches);
+        REQUIRE(got.ok());
+        REQUIRE(got->size() == expected->size());
+        for (std::size_t k = 0; k < got->size(); ++k) REQUIRE(same_bits((*got)[k], (*expected)[k]));
+      }
+    }
+  }
+  CHECK(nodes_run > 10000);
+}
+
+TEST_CASE("8 threads x 200 runs on one session, each result correct", "[runtime][threads]") {
+  auto g = build(R"(
+x = placeholder() dtype=f32 shape=shape[?, 8]
+w = const() dtype=f32 shape=shape[8, 8] value=0.125
+h1 = matmul(x, w)
+a = tanh(h1)
+b = sigmoid(h1)
+c = mul(a, b)
+s = reduce_sum(c) axes=[1]
+)");
+  tf::cpu device;
+  for (int threads : {0, 2}) {
+    session s(g, device, threads);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 8; ++t)
+      workers.emplace_back([&, t] {
+        for (int i = 0; i < 200; ++i) {
+          const float v = static_cast<float>(t * 1000 + i) * 1e-4f;
+          const tf::tensor x = *tf::tensor::filled<float>(tf::shape{2, 8}, v);
+          auto out = s.run({{"x", x}}, {"s"});
+          const float h = v;  // each h1 element: 8 * v * 0.125
+          const float expect = 8 * std::tanh(h) * (1 / (1 + std::exp(-h)));
+          if (!out.ok() || std::abs((*out)[0].unchecked_values<float>()[1] - expect) > 1e-5f) ++wrong;
+        }
+      });
+    for (auto& w : workers) w.join();
+    CHECK(wrong.load() == 0);
+    CHECK(s.num_executors() == 1);
+  }
+}
+
+TEST_CASE("feeds replace any node; targets run; executors are cached by signature", "[runtime][session]") {
+  auto g = build(R"(
+x = placeholder() dtype=f32 shape=shape[2]
+h = exp(x)
+y = add(h, h)
+t = neg(x)
+)");
+  tf::cpu device;
+  session s(g, device);
+  const tf::tensor h = *tf::tensor::from_values<float>({1.0f, 2.0f});
+  // h is fed: x is not needed and need not be fed.
+  auto out = s.run({{"h", h}}, {"y"});
+  REQUIRE(out.ok());
+  CHECK(tf::test::as_doubles<float>((*out)[0]) == std::vector<double>{2.0, 4.0});
+  tf::run_metadata meta;
+  tf::run_options traced;
+  traced.trace = tf::trace_level::full;
+  const tf::tensor x = *tf::tensor::from_values<float>({0.0f, 1.0f});
+  auto with_target = s.run({{"x", x}}, {"y:0"}, {"t"}, traced, &meta);
+  REQUIRE(with_target.ok());
+  std::vector<std::string> ran;
+  for (const auto& st : meta.steps) ran.push_back(st.node);
+  std::sort(ran.begin(), ran.end());
+  CHECK(ran == std::vector<std::string>{"h", "t", "x", "y"});
+  for (const auto& st : meta.steps) {
+    CHECK(st.end_ns >= st.start_ns);
+    CHECK(st.device == "/job:localhost/replica:0/task:0/device:CPU:0");
+  }
+  const std::string trace = meta.to_chrome_trace();
+  CHECK_THAT(trace, Catch::Contains("\"traceEvents\""));
+  CHECK_THAT(trace, Catch::Contains("\"name\": \"y\", \"cat\": \"add\", \"ph\": \"X\""));
+  CHECK_THAT(trace, Catch::Contains("\"output\": \"f32[2]\", \"bytes\": 8"));
+  const std::size_t before = s.num_executors();
+  REQUIRE(s.run({{"x", x}}, {"y:0"}, {"t"}).ok());
+  CHECK(s.num_executors() == before);  // the same signature
+}
+
+TEST_CASE("run-time errors: each a status naming what was wrong", "[runtime][errors]") {
+  auto g = build(R"(
+x = placeholder() dtype=f32 shape=shape[?, 2]
+z = placeholder() dtype=f32 shape=shape[?]
+q = placeholder() dtype=f32 shape=shape[?]
+y = relu(x)
+s = add(z, q)
+)");
+  tf::cpu device;
+  session s(g, device);
+  const tf::tensor good = *tf::tensor::filled<float>(tf::shape{3, 2}, 1.0f);
+  auto message = [&](auto&& r) { return r.ok() ? std::string("ok") : std::string(r.status().message()); };
+  CHECK(message(s.run({{"x", good}}, {"nope"})) == "fetch 'nope' names no node in the graph");
+  CHECK(message(s.run({{"x", good}}, {"y:1"})) == "fetch 'y:1': node 'y' has one output (port 0)");
+  CHECK(message(s.run({{"x", good}}, {"y"}, {"nope"})) == "target 'nope' names no node in the graph");
+  CHECK(message(s.run({}, {"y"})) == "placeholder 'x' is needed by the fetches but not fed");
+  CHECK(message(s.run({{"x", good}}, {})) == "a run needs at least one fetch or target");
+  CHECK(message(s.run({{"x", good}, {"x:0", good}}, {"y"})) == "feed 'x:0' is given twice");
+  CHECK(message(s.run({{"x", *tf::tensor::filled<double>(tf::shape{3, 2}, 1.0)}}, {"y"})) ==
+        "feed 'x': dtype f64 does not match the node's f32");
+  CHECK(message(s.run({{"x", *tf::tensor::filled<float>(tf::shape{3, 5}, 1.0f)}}, {"y"})) ==
+        "feed 'x': shape [3, 5] does not match the node's [?, 2]");
+  CHECK(message(s.run({{"x", tf::tensor()}}, {"y"})) == "feed 'x': the tensor has no storage");
+  auto bad_shapes = s.run({{"z", *tf::tensor::filled<float>(tf::shape{3}, 1.0f)},
+                           {"q", *tf::tensor::filled<float>(tf::shape{4}, 1.0f)}}, {"s"});
+  REQUIRE(!bad_shapes.ok());
+  CHECK(bad_shapes.status().code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(bad_shapes.status().message()), Catch::StartsWith("node 's' (add): add: shapes [3] and [4]"));
+  // The session still works.
+  CHECK(s.run({{"x", good}}, {"y"}).ok());
+}
+
+TEST_CASE("timeouts, cancellation and close while running", "[runtime][cancel]") {
+  std::string text = "x = placeholder() dtype=f32 shape=shape[64, 64]\n";
+  for (int i = 1; i <= 200; ++i) text += "n" + std::to_string(i) + " = matmul(" + (i == 1 ? std::string("x") : "n" + std::to_string(i - 1)) + ", x)\n";
+  auto g = build(text);
+  tf::cpu device;
+  const tf::tensor x = *tf::tensor::filled<float>(tf::shape{64, 64}, 0.01f);
+  for (int threads : {0, 2}) {
+    session s(g, device, threads);
+    tf::run_options late;
+    late.timeout = std::chrono::nanoseconds(1);
+    auto r = s.run({{"x", x}}, {"n200"}, {}, late);
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == tf::status_code::deadline_exceeded);
+    CHECK(r.status().message() == "the step ran past its timeout");
+
+    tf::cancellation token;
+    token.cancel();
+    tf::run_options cancelled;
+    cancelled.cancel = &token;
+    auto c = s.run({{"x", x}}, {"n200"}, {}, cancelled);
+    REQUIRE(!c.ok());
+    CHECK(c.status().code() == tf::status_code::cancelled);
+    CHECK(s.run({{"x", x}}, {"n200"}).ok());
+
+    // Close while four threads run steps: every run ends (ok or cancelled), close returns.
+    std::atomic<int> finished{0}, bad{0};
+    std::vector<std::thread> runners;
+    for (int t = 0; t < 4; ++t)
+      runners.emplace_back([&] {
+        for (int i = 0; i < 50; ++i) {
+          auto out = s.run({{"x", x}}, {"n200"});
+          if (!out.ok() && out.status().code() != tf::status_code::cancelled) ++bad;
+        }
+        ++finished;
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    s.close();
+    for (auto& t : runners) t.join();
+    CHECK(finished.load() == 4);
+    CHECK(bad.load() == 0);
+    auto after = s.run({{"x", x}}, {"n200"});
+    REQUIRE(!after.ok());
+    CHECK(after.status().message() == "the session is closed");
+  }
+}
