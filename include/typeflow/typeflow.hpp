@@ -60,4 +60,5 @@
 #include <typeflow/runtime/runtime_session.hpp>
 #include <typeflow/runtime/session.hpp>
 #include <typeflow/runtime/static_executor.hpp>
+#include <typeflow/runtime/static_parallel_executor.hpp>
 #include <typeflow/runtime/variable_store.hpp>

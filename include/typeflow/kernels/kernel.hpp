@@ -6,8 +6,12 @@
 #include <typeflow/fwd.hpp>
 
 #include <concepts>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include <boost/hana/flatten.hpp>
 #include <boost/hana/tuple.hpp>
@@ -28,15 +32,58 @@ struct kernel_context {
   std::span<tensor> outputs;
 };
 
-// A kernel: one (op, device, dtype) implementation.
+// What an asynchronous kernel calls, exactly once and from any thread, when it has finished.
+using kernel_done = std::function<void(status)>;
+
+// A kernel: one (op, device, dtype) implementation, synchronous (compute returns the status when
+// the work is done) or asynchronous (compute_async starts the work and returns; the work calls
+// done(status) when it ends, and the context with its inputs and outputs stays valid until then:
+// TensorFlow's AsyncOpKernel, for kernels that wait on something other than the CPU).
 // Satisfied by eigen_unary_kernel<ops::exp, cpu, float>; not by ops::exp (no compute).
 template <class K>
-concept kernel = requires(const typename K::op_type& o, kernel_context<typename K::device_type>& ctx) {
+concept sync_kernel = requires(const typename K::op_type& o, kernel_context<typename K::device_type>& ctx) {
   requires op<typename K::op_type>;
   requires element_type<typename K::value_type>;
   { K::expensive } -> std::convertible_to<bool>;  // worth a thread hand-off in a parallel executor
   { K::compute(o, ctx) } -> std::same_as<status>;
 };
+template <class K>
+concept async_kernel = requires(const typename K::op_type& o, kernel_context<typename K::device_type>& ctx,
+                                kernel_done done) {
+  requires op<typename K::op_type>;
+  requires element_type<typename K::value_type>;
+  { K::expensive } -> std::convertible_to<bool>;
+  { K::compute_async(o, ctx, std::move(done)) } -> std::same_as<void>;
+};
+template <class K>
+concept kernel = sync_kernel<K> || async_kernel<K>;
+
+// Calls start(done) and waits until the work it started calls done(status); that status.
+template <class Start>
+status wait_for_done(Start&& start) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool finished = false;
+  status result;
+  start(kernel_done([&](status st) {
+    std::lock_guard lock(m);  // notified under the lock: the waiter cannot return (and destroy cv) first
+    result = std::move(st);
+    finished = true;
+    cv.notify_one();
+  }));
+  std::unique_lock lock(m);
+  cv.wait(lock, [&] { return finished; });
+  return result;
+}
+
+// Runs a kernel to its end on the calling thread: an asynchronous one is waited for. What eager
+// calls and the sequential executors do; the parallel executors let an asynchronous kernel finish
+// through its callback instead.
+template <kernel K>
+status run_kernel(const typename K::op_type& o, kernel_context<typename K::device_type>& ctx) {
+  if constexpr (sync_kernel<K>) return K::compute(o, ctx);
+  else return wait_for_done([&](kernel_done done) { K::compute_async(o, ctx, std::move(done)); });
+}
 
 // Whether a parallel executor hands a kernel to the inter-op pool (expensive) or runs it inline
 // on the thread that made it ready (cheap): the kernel's own `expensive`, unless specialised here

@@ -106,11 +106,14 @@ result<runtime_op> make_runtime_op(const attr_map& attrs) {
 template <class Registry, class Device>
 struct dispatch_table {
   using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
+  using compute_async_fn = void (*)(const void* op, kernel_context<Device>& ctx, kernel_done done);
 
+  // compute for a synchronous kernel, compute_async for an asynchronous one (the other is null).
   struct kernel_entry {
     std::string_view op;
     dtype type = dtype::f32;
     compute_fn compute = nullptr;
+    compute_async_fn compute_async = nullptr;
     bool expensive = false;
     std::size_t order = 0;  // position in the registry's search order; the first wins
   };
@@ -124,6 +127,15 @@ struct dispatch_table {
   static status compute_erased(const void* op, kernel_context<Device>& ctx) {
     return K::compute(*static_cast<const typename K::op_type*>(op), ctx);
   }
+  template <class K>
+  static void compute_async_erased(const void* op, kernel_context<Device>& ctx, kernel_done done) {
+    K::compute_async(*static_cast<const typename K::op_type*>(op), ctx, std::move(done));
+  }
+  template <class K>
+  static constexpr kernel_entry entry_of(std::string_view op, dtype type) {
+    if constexpr (async_kernel<K>) return kernel_entry{op, type, nullptr, &compute_async_erased<K>, is_expensive<K>, 0};
+    else return kernel_entry{op, type, &compute_erased<K>, nullptr, is_expensive<K>, 0};
+  }
 
   template <class F>
   static constexpr void for_each_kernel(F&& f) {
@@ -135,8 +147,7 @@ struct dispatch_table {
           detail::for_each_dtype<typename fam::dtypes_type>::apply([&](auto t) {
             using T = typename decltype(t)::type;
             using K = typename fam::template kernel_type<op, Device, T>;
-            f(kernel_entry{op::name, dtype_of<T>, &compute_erased<K>, is_expensive<K>, 0},
-              op_entry{op::name, &detail::make_runtime_op<op>});
+            f(entry_of<K>(op::name, dtype_of<T>), op_entry{op::name, &detail::make_runtime_op<op>});
           });
         }
       }

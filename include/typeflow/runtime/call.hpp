@@ -48,7 +48,7 @@ result<tensor> call(Device& device, const Op& o, std::span<const tensor> inputs)
   auto y = device.allocate(out->type, out->dims);
   if (!y.ok()) return y;
   kernel_context<Device> ctx{device, inputs, std::span<tensor>(&*y, 1)};
-  if (auto st = kernel_type::compute(o, ctx); !st.ok()) return st;
+  if (auto st = run_kernel<kernel_type>(o, ctx); !st.ok()) return st;
   return y;
 }
 

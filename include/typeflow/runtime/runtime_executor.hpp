@@ -6,11 +6,15 @@
 //  - Node items: inputs and successors by index, initial pending counts (data and control
 //    edges), computed once here.
 //  - run_sequential: the nodes in topological order on the calling thread.
-//  - run_parallel: TensorFlow's ExecutorState algorithm: atomic pending counts, the root nodes are
-//    the first ready set; a thread that finishes a node runs one ready cheap node inline and
-//    hands every expensive one (and every other cheap one) to the inter-op pool (Eigen's
-//    ThreadPool, as TensorFlow's); the first error ends the step and is its status; the caller
-//    waits on a condition variable, pool threads sleep when there is no work.
+//  - run_parallel: TensorFlow's ExecutorState algorithm (runtime/detail/parallel_step.hpp): atomic
+//    pending counts, the root nodes are the first ready set; a thread runs the cheap nodes it
+//    makes ready itself and hands expensive ones to the inter-op pool (Eigen's ThreadPool, as
+//    TensorFlow's); an asynchronous kernel finishes through its callback; the first error ends the
+//    step and is its status; the caller waits on a condition variable, pool threads sleep when
+//    there is no work.
+//  - Asynchronous kernels (kernels/kernel.hpp): the sequential executor waits for each; the
+//    parallel one keeps the node's inputs alive until the kernel calls back, and goes on with
+//    other nodes meanwhile.
 //  - Memory: an intermediate is released when its last consumer has run; an elementwise node
 //    writes over an input it is the last reader of when nothing else holds that buffer and the
 //    dtype and shape match (TensorFlow's forwarding).
@@ -38,6 +42,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/runtime/detail/parallel_step.hpp>
 #include <typeflow/runtime/run_options.hpp>
 
 namespace typeflow {
@@ -121,24 +126,36 @@ class runtime_executor {
         n.feed = fed_item[i];
         e->nodes_.push_back(std::move(n));
       }
-    for (node& n : e->nodes_) {
+    std::vector<std::vector<std::uint32_t>> successors(e->nodes_.size());
+    e->expensive_ = std::make_unique<bool[]>(e->nodes_.size());
+    for (std::size_t k = 0; k < e->nodes_.size(); ++k) {
+      node& n = e->nodes_[k];
       const auto& it = g[n.item];
       if (n.feed == npos && it.kind == runtime_node_kind::placeholder)
         return errors::invalid_argument("placeholder '", it.name, "' is needed by the fetches but not fed");
-      n.expensive = n.feed == npos && it.kind == runtime_node_kind::op && it.kernel->expensive;
-      if (n.feed != npos) continue;  // fed: ready at the start, reads nothing
-      for (std::size_t j : it.inputs) n.inputs.push_back(local[j]);
-      for (std::size_t j : it.inputs) ++e->nodes_[local[j]].data_consumers;
-      n.pending = static_cast<std::uint32_t>(it.inputs.size() + it.control.size());
-      for (std::size_t j : it.inputs) e->nodes_[local[j]].successors.push_back(static_cast<std::uint32_t>(&n - e->nodes_.data()));
-      for (std::size_t j : it.control) e->nodes_[local[j]].successors.push_back(static_cast<std::uint32_t>(&n - e->nodes_.data()));
+      e->expensive_[k] = n.feed == npos && it.kind == runtime_node_kind::op && it.kernel->expensive;
+      std::uint32_t pending = 0;
+      if (n.feed == npos) {  // fed: ready at the start, reads nothing
+        for (std::size_t j : it.inputs) n.inputs.push_back(static_cast<std::uint32_t>(local[j]));
+        for (std::size_t j : it.inputs) ++e->nodes_[local[j]].data_consumers;
+        pending = static_cast<std::uint32_t>(it.inputs.size() + it.control.size());
+        for (std::size_t j : it.inputs) successors[local[j]].push_back(static_cast<std::uint32_t>(k));
+        for (std::size_t j : it.control) successors[local[j]].push_back(static_cast<std::uint32_t>(k));
+      }
+      e->pending_.push_back(pending);
+      if (pending == 0) e->roots_.push_back(static_cast<std::uint32_t>(k));
     }
-    for (std::size_t k = 0; k < e->nodes_.size(); ++k)
-      if (e->nodes_[k].pending == 0) e->roots_.push_back(static_cast<std::uint32_t>(k));
+    e->successor_begin_.push_back(0);
+    for (const auto& list : successors) {
+      e->successors_.insert(e->successors_.end(), list.begin(), list.end());
+      e->successor_begin_.push_back(static_cast<std::uint32_t>(e->successors_.size()));
+    }
     for (std::size_t i : fetch_items) {
       e->fetches_.push_back(local[i]);
       ++e->nodes_[local[i]].data_consumers;  // the caller is the last reader
     }
+    e->dag_ = detail::step_dag{e->successor_begin_, e->successors_, e->pending_, e->roots_,
+                               std::span<const bool>(e->expensive_.get(), e->nodes_.size())};
     return std::shared_ptr<const runtime_executor>(std::move(e));
   }
 
@@ -147,12 +164,13 @@ class runtime_executor {
   // The spec each feed must match (dyn dimensions take any size).
   std::span<const tensor_spec> feed_specs() const noexcept { return feed_specs_; }
 
-  // Runs the nodes in topological order on the calling thread.
+  // Runs the nodes in topological order on the calling thread (waiting for asynchronous kernels).
   status run_sequential(Device& device, const runtime_step& step, std::vector<tensor>& outputs) const {
     run_state s(*this, step);
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
-      if (auto st = s.check(); !st.ok()) return st;
-      if (auto st = run_node(device, s, k); !st.ok()) return st;
+      status st = s.check();
+      if (st.ok()) start_node(device, s, static_cast<std::uint32_t>(k), st, nullptr);
+      if (!st.ok()) return st;
     }
     return collect(s, outputs);
   }
@@ -161,15 +179,9 @@ class runtime_executor {
   status run_parallel(Device& device, Eigen::ThreadPoolInterface& pool, const runtime_step& step,
                       std::vector<tensor>& outputs) const {
     run_state s(*this, step);
-    s.outstanding.store(roots_.size(), std::memory_order_relaxed);  // never 0: a DAG has a root
-    std::vector<std::uint32_t> ready(roots_.begin(), roots_.end());
-    // As TensorFlow's ScheduleReady: expensive nodes go to the pool; cheap ones run here.
-    schedule(device, pool, s, ready);
-    {
-      std::unique_lock lock(s.mutex);
-      s.done_cv.wait(lock, [&] { return s.done; });
-    }
-    if (!s.first_error.ok()) return s.first_error;
+    parallel_body body{*this, device, s};
+    detail::parallel_step<parallel_body> p(dag_, body, pool, std::span(s.pending.get(), nodes_.size()));
+    if (auto st = p.run(); !st.ok()) return st;
     return collect(s, outputs);
   }
 
@@ -180,20 +192,14 @@ class runtime_executor {
     std::size_t item = 0;
     std::size_t feed = npos;               // index into the step's feeds, npos when computed
     std::vector<std::uint32_t> inputs;     // data inputs, local indices
-    std::vector<std::uint32_t> successors; // one entry per edge (data and control)
-    std::uint32_t pending = 0;             // initial pending count
     std::uint32_t data_consumers = 0;      // data edges out, plus one when fetched
-    bool expensive = false;
   };
 
   struct run_state {
     run_state(const runtime_executor& e, const runtime_step& st)
         : step(st), outputs(e.nodes_.size()), pending(new std::atomic<std::uint32_t>[e.nodes_.size()]),
           readers(new std::atomic<std::uint32_t>[e.nodes_.size()]), start(std::chrono::steady_clock::now()) {
-      for (std::size_t k = 0; k < e.nodes_.size(); ++k) {
-        pending[k].store(e.nodes_[k].pending, std::memory_order_relaxed);
-        readers[k].store(e.nodes_[k].data_consumers, std::memory_order_relaxed);
-      }
+      for (std::size_t k = 0; k < e.nodes_.size(); ++k) readers[k].store(e.nodes_[k].data_consumers, std::memory_order_relaxed);
       if (st.metadata) stats.resize(e.nodes_.size());
       ran.assign(st.metadata ? e.nodes_.size() : 0, 0);
     }
@@ -204,18 +210,6 @@ class runtime_executor {
         return errors::deadline_exceeded("the step ran past its timeout");
       return ok_status();
     }
-    void fail(const status& st) {
-      std::lock_guard lock(mutex);
-      if (first_error.ok()) first_error = st;
-      failed.store(true, std::memory_order_release);
-    }
-    void finish_one() {
-      if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard lock(mutex);
-        done = true;
-        done_cv.notify_all();
-      }
-    }
 
     const runtime_step& step;
     std::vector<tensor> outputs;
@@ -224,15 +218,32 @@ class runtime_executor {
     std::vector<node_stats> stats;
     std::vector<unsigned char> ran;  // not vector<bool>: nodes on several threads write their own entry
     std::chrono::steady_clock::time_point start;
-    std::atomic<std::size_t> outstanding{0};
-    std::atomic<bool> failed{false};
-    std::mutex mutex;
-    std::condition_variable done_cv;
-    bool done = false;
-    status first_error;
   };
 
-  status run_node(Device& device, run_state& s, std::size_t k) const {
+  struct parallel_body {
+    const runtime_executor& e;
+    Device& device;
+    run_state& s;
+    bool start(std::uint32_t k, status& st, detail::step_completion done) const {
+      st = s.check();
+      return !st.ok() || e.start_node(device, s, k, st, done);
+    }
+  };
+
+  // What an asynchronous kernel needs until it calls back: its inputs and its context.
+  struct async_frame {
+    async_frame(Device& device, std::vector<tensor> in, tensor& out, std::chrono::steady_clock::time_point started)
+        : inputs(std::move(in)), ctx{device, inputs, std::span<tensor>(&out, 1)}, t0(started) {}
+    std::vector<tensor> inputs;
+    kernel_context<Device> ctx;
+    std::chrono::steady_clock::time_point t0;
+  };
+
+  // Runs node k. Returns true when it has finished, with its status in st; false when its kernel
+  // is asynchronous and `done` is a completion, which the kernel's callback calls. With
+  // done == nullptr an asynchronous kernel is waited for.
+  template <class Done>
+  bool start_node(Device& device, run_state& s, std::uint32_t k, status& st, Done done) const {
     const node& n = nodes_[k];
     const auto& it = (*graph_)[n.item];
     const auto t0 = std::chrono::steady_clock::now();
@@ -242,13 +253,16 @@ class runtime_executor {
     } else if (it.kind == runtime_node_kind::constant) {
       y = it.value;
     } else {
-      std::array<tensor, 4> small;
-      std::vector<tensor> large;
-      std::span<tensor> in = n.inputs.size() <= small.size() ? std::span<tensor>(small.data(), n.inputs.size())
-                                                             : std::span<tensor>(large = std::vector<tensor>(n.inputs.size()));
-      std::array<tensor_spec, 4> small_specs;
+      constexpr std::size_t small = 4;
+      std::array<tensor, small> small_in;
+      std::vector<tensor> large_in;
+      const bool async = it.kernel->compute_async != nullptr;
+      if (async || n.inputs.size() > small) large_in.resize(n.inputs.size());
+      std::span<tensor> in = large_in.empty() && !async ? std::span<tensor>(small_in.data(), n.inputs.size())
+                                                        : std::span<tensor>(large_in);
+      std::array<tensor_spec, small> small_specs;
       std::vector<tensor_spec> large_specs;
-      std::span<tensor_spec> specs = n.inputs.size() <= small_specs.size()
+      std::span<tensor_spec> specs = n.inputs.size() <= small
                                          ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
                                          : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
       for (std::size_t i = 0; i < n.inputs.size(); ++i) {
@@ -256,7 +270,10 @@ class runtime_executor {
         specs[i] = in[i].spec();
       }
       auto spec = it.op.infer(specs);
-      if (!spec.ok()) return spec.status().with_context(node_context(it));
+      if (!spec.ok()) {
+        st = spec.status().with_context(node_context(it));
+        return true;
+      }
       // Forwarding: the last reader of an unshared input of the output's spec writes over it.
       bool forwarded = false;
       if (it.op.elementwise())
@@ -271,73 +288,65 @@ class runtime_executor {
         }
       if (!forwarded) {
         auto out = device.allocate(spec->type, spec->dims);
-        if (!out.ok()) return out.status().with_context(node_context(it));
+        if (!out.ok()) {
+          st = out.status().with_context(node_context(it));
+          return true;
+        }
         y = std::move(*out);
       }
+      if (async) {
+        auto* frame = new async_frame(device, std::move(large_in), y, t0);
+        auto finish = [this, &device, &s, k, frame](status result) -> status {
+          const auto started = frame->t0;
+          delete frame;
+          if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
+          finish_node(device, s, k, started);
+          return ok_status();
+        };
+        const void* op = it.op.get();
+        if constexpr (std::is_same_v<Done, std::nullptr_t>) {
+          st = finish(wait_for_done([&](kernel_done d) { it.kernel->compute_async(op, frame->ctx, std::move(d)); }));
+          return true;
+        } else {
+          it.kernel->compute_async(op, frame->ctx, [finish, done](status result) { done(finish(std::move(result))); });
+          return false;
+        }
+      }
       kernel_context<Device> ctx{device, std::span<const tensor>(in.data(), in.size()), std::span<tensor>(&y, 1)};
-      if (auto st = it.kernel->compute(it.op.get(), ctx); !st.ok()) return st.with_context(node_context(it));
-      for (std::uint32_t j : n.inputs)
-        if (s.readers[j].fetch_sub(1, std::memory_order_acq_rel) == 1) s.outputs[j] = tensor();
+      st = it.kernel->compute(it.op.get(), ctx);
+      if (!st.ok()) {
+        st = st.with_context(node_context(it));
+        return true;
+      }
     }
-    if (s.step.metadata) {
-      const auto t1 = std::chrono::steady_clock::now();
-      node_stats& st = s.stats[k];
-      st.node = it.name;
-      st.op = it.def.op;
-      st.device = std::string(device.name());
-      st.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
-      st.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - s.start).count();
-      st.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - s.start).count();
-      st.output_type = y.dtype();
-      st.output_shape = y.shape();
-      st.output_bytes = y.bytes();
-      s.ran[k] = 1;
-    }
-    return ok_status();
+    finish_node(device, s, k, t0);
+    return true;
+  }
+
+  // After node k's kernel: releases inputs it was the last reader of, records its stats.
+  void finish_node(Device& device, run_state& s, std::uint32_t k, std::chrono::steady_clock::time_point t0) const {
+    const node& n = nodes_[k];
+    for (std::uint32_t j : n.inputs)
+      if (s.readers[j].fetch_sub(1, std::memory_order_acq_rel) == 1) s.outputs[j] = tensor();
+    if (!s.step.metadata) return;
+    const auto& it = (*graph_)[n.item];
+    const tensor& y = s.outputs[k];
+    const auto t1 = std::chrono::steady_clock::now();
+    node_stats& st = s.stats[k];
+    st.node = it.name;
+    st.op = it.def.op;
+    st.device = std::string(device.name());
+    st.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
+    st.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - s.start).count();
+    st.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - s.start).count();
+    st.output_type = y.dtype();
+    st.output_shape = y.shape();
+    st.output_bytes = y.bytes();
+    s.ran[k] = 1;
   }
 
   static std::string node_context(const typename graph_type::item& it) {
     return detail::cat("node '", it.name, "' (", it.def.op, ")").str();
-  }
-
-  // Runs ready nodes: each expensive one, and all cheap ones but one, go to the pool; the last
-  // cheap one runs on this thread, and so on with what it makes ready.
-  void schedule(Device& device, Eigen::ThreadPoolInterface& pool, run_state& s, std::vector<std::uint32_t>& ready) const {
-    while (!ready.empty()) {
-      std::uint32_t inline_node = static_cast<std::uint32_t>(-1);
-      for (std::uint32_t k : ready) {
-        if (!nodes_[k].expensive && inline_node == static_cast<std::uint32_t>(-1)) {
-          inline_node = k;
-          continue;
-        }
-        pool.Schedule([this, &device, &pool, &s, k] {
-          std::vector<std::uint32_t> next;
-          process(device, s, k, next);
-          schedule(device, pool, s, next);
-        });
-      }
-      ready.clear();
-      if (inline_node == static_cast<std::uint32_t>(-1)) return;
-      process(device, s, inline_node, ready);
-    }
-  }
-
-  // Runs node k (unless the step has failed), then counts down its successors, adding those that
-  // become ready to `ready` and to the outstanding count.
-  void process(Device& device, run_state& s, std::uint32_t k, std::vector<std::uint32_t>& ready) const {
-    if (!s.failed.load(std::memory_order_acquire)) {
-      status st = s.check();
-      if (st.ok()) st = run_node(device, s, k);
-      if (!st.ok()) s.fail(st);
-    }
-    std::size_t made_ready = 0;
-    for (std::uint32_t c : nodes_[k].successors)
-      if (s.pending[c].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready.push_back(c);
-        ++made_ready;
-      }
-    if (made_ready > 0) s.outstanding.fetch_add(made_ready, std::memory_order_relaxed);
-    s.finish_one();
   }
 
   status collect(run_state& s, std::vector<tensor>& outputs) const {
@@ -351,9 +360,15 @@ class runtime_executor {
 
   std::shared_ptr<const graph_type> graph_;
   std::vector<node> nodes_;
-  std::vector<std::uint32_t> roots_;
   std::vector<std::size_t> fetches_;
   std::vector<tensor_spec> feed_specs_;
+  // The step DAG the parallel executor schedules (edges by local index).
+  std::vector<std::uint32_t> successor_begin_;
+  std::vector<std::uint32_t> successors_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<std::uint32_t> roots_;
+  std::unique_ptr<bool[]> expensive_;
+  detail::step_dag dag_;
 };
 
 }  // namespace typeflow

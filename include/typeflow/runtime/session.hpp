@@ -9,6 +9,10 @@
 // that is not an input, fetching a node that is not in the graph. At run time: a fed shape that
 // does not fit the input's static shape is invalid_argument naming the input and both shapes.
 // run() may be called from many threads at once: each run takes a state from a pool.
+//   tf::session p(g, device, tf::parallel{2});             // the steps on 2 inter-op threads
+// A session made with parallel{n} runs its steps with the static parallel executor on an Eigen
+// ThreadPool of n threads (and the calling thread); its intermediates keep buffers of their own
+// instead of the memory plan's arena (runtime/static_parallel_executor.hpp).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include <typeflow/core/compile_error.hpp>
+#include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/detail/fixed_string.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -33,6 +38,7 @@
 #include <typeflow/graph/static_graph.hpp>
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/runtime/static_executor.hpp>
+#include <typeflow/runtime/static_parallel_executor.hpp>
 #include <typeflow/runtime/variable_store.hpp>
 
 namespace typeflow {
@@ -80,16 +86,25 @@ template <class E>
 inline constexpr bool is_fetch<fetch_handle<E>> = true;
 }  // namespace detail
 
+// How many inter-op threads a parallel session's pool has (at least 1).
+struct parallel {
+  int threads = 2;
+};
+
 // Fuse = false runs every node on its own; PlanMemory = false gives every output a buffer of its
 // own instead of the compile-time memory plan's arena (both exist to compare and test against).
+// Parallel = true runs the steps with the static parallel executor (made by session(g, device,
+// parallel{n})); PlanMemory does not apply to it.
 template <class Graph, device_policy Device, class Registry = default_registry, bool Fuse = true,
-          bool PlanMemory = true>
+          bool PlanMemory = true, bool Parallel = false>
 class session {
  public:
   using graph_type = Graph;
   using state = static_state<Graph::size, Graph::num_input_nodes>;
 
-  session(Graph, Device& device) : device_(&device), variables_(Graph::num_variables) {}
+  session(Graph, Device& device) requires(!Parallel) : device_(&device), variables_(Graph::num_variables) {}
+  session(Graph, Device& device, parallel p) requires Parallel
+      : device_(&device), variables_(Graph::num_variables), pool_(std::make_unique<Eigen::ThreadPool>(p.threads < 1 ? 1 : p.threads)) {}
 
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
   // (tensor::borrow) is copied, since the session cannot know how long it stays valid.
@@ -279,9 +294,11 @@ class session {
     (void)((st = bind_feed(args, feeds), st.ok()) && ...);
     if (!st.ok()) return st;
 
-    using executor = static_executor<Plan, Device, Registry, PlanMemory>;
+    using executor = static_executor<Plan, Device, Registry, PlanMemory && !Parallel>;
     std::unique_ptr<state> s = acquire();
-    st = executor::run(*device_, *s, static_environment{std::span<const tensor* const>(feeds), &variables_});
+    const static_environment env{std::span<const tensor* const>(feeds), &variables_};
+    if constexpr (Parallel) st = static_parallel_executor<Plan, Device, Registry>::run(*device_, *pool_, *s, env);
+    else st = executor::run(*device_, *s, env);
     if (!st.ok()) {
       executor::release_leaves(*s);
       release(std::move(s));
@@ -296,24 +313,28 @@ class session {
 
   std::unique_ptr<state> acquire() {
     {
-      std::lock_guard lock(pool_mutex_);
-      if (!pool_.empty()) {
-        auto s = std::move(pool_.back());
-        pool_.pop_back();
+      std::lock_guard lock(states_mutex_);
+      if (!states_.empty()) {
+        auto s = std::move(states_.back());
+        states_.pop_back();
         return s;
       }
     }
     return std::make_unique<state>();
   }
   void release(std::unique_ptr<state> s) {
-    std::lock_guard lock(pool_mutex_);
-    pool_.push_back(std::move(s));
+    std::lock_guard lock(states_mutex_);
+    states_.push_back(std::move(s));
   }
 
   Device* device_;
   variable_store variables_;
-  std::mutex pool_mutex_;
-  std::vector<std::unique_ptr<state>> pool_;
+  std::unique_ptr<Eigen::ThreadPool> pool_;  // the inter-op threads of a parallel session
+  std::mutex states_mutex_;
+  std::vector<std::unique_ptr<state>> states_;
 };
+
+template <class Graph, device_policy Device>
+session(Graph, Device&, parallel) -> session<Graph, Device, default_registry, true, true, true>;
 
 } // namespace typeflow

@@ -81,6 +81,29 @@ class static_executor {
     }(std::make_index_sequence<Plan::num_steps>{});
   }
 
+  // Starts step K (node Plan::steps[K]): true when it has finished, with its status in st; false
+  // when its kernel is asynchronous and took `done` (a detail::step_completion), which is called
+  // when it ends. done == nullptr waits for an asynchronous kernel. What a parallel executor runs.
+  template <std::size_t K, class Done>
+  static bool start(Device& device, state& s, const static_environment& env, status& st, Done done) {
+    constexpr std::size_t P = Plan::steps[K];
+    if constexpr (node_at_t<P, nodes>::kind == node_kind::op) {
+      return run_op<P, step_op<P>(), step_inputs<P>()>(device, s, st, done);
+    } else {
+      st = step<P>(device, s, env);
+      return true;
+    }
+  }
+
+  // Whether a parallel executor hands step K to the pool: its kernel's is_expensive; steps that
+  // only move a tensor (inputs, variables, constants, assigns) are cheap.
+  template <std::size_t K>
+  static constexpr bool expensive() {
+    constexpr std::size_t P = Plan::steps[K];
+    if constexpr (node_at_t<P, nodes>::kind == node_kind::op) return is_expensive<step_kernel<P, step_op<P>(), step_inputs<P>()>>;
+    else return false;
+  }
+
   // Drops what a finished run must not keep: fed tensors and variable values.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
@@ -194,22 +217,38 @@ class static_executor {
       env.variables->write(graph::variable_index[variable], s.slots[P]);
       return ok_status();
     } else {
-      return run_op<P, step_op<P>(), step_inputs<P>()>(device, s);
+      status st;
+      run_op<P, step_op<P>(), step_inputs<P>()>(device, s, st);
+      return st;
     }
   }
 
+  // The dtype of the kernel that runs Op for node P on these inputs, and that kernel.
   template <std::size_t P, auto Op, auto Inputs>
-  static status run_op(Device& device, state& s) {
-    using op_type = std::remove_cvref_t<decltype(Op)>;
+  static constexpr dtype step_dtype() {
+    std::array<tensor_spec, Inputs.size()> in{};
+    for (std::size_t i = 0; i < Inputs.size(); ++i) in[i] = graph::specs[Inputs[i]];
+    return kernel_dtype<std::remove_cvref_t<decltype(Op)>>(std::span<const tensor_spec>(in), graph::specs[P]);
+  }
+  template <std::size_t P, auto Op, auto Inputs>
+  using step_kernel =
+      typename Registry::template kernel<std::remove_cvref_t<decltype(Op)>, Device, element_t<step_dtype<P, Op, Inputs>()>>;
+
+  // What an asynchronous kernel needs until it calls back.
+  template <std::size_t K>
+  struct async_frame {
+    async_frame(Device& device, const std::array<tensor, K>& in, tensor& out)
+        : inputs(in), ctx{device, std::span<const tensor>(inputs), std::span<tensor>(&out, 1)} {}
+    std::array<tensor, K> inputs;
+    kernel_context<Device> ctx;
+  };
+
+  template <std::size_t P, auto Op, auto Inputs, class Done = std::nullptr_t>
+  static bool run_op(Device& device, state& s, status& st, Done done = nullptr) {
+    st = ok_status();
     constexpr std::size_t k = Inputs.size();
     constexpr tensor_spec spec = graph::specs[P];
-    constexpr std::array<tensor_spec, k> input_specs = [] {
-      std::array<tensor_spec, k> a{};
-      for (std::size_t i = 0; i < k; ++i) a[i] = graph::specs[Inputs[i]];
-      return a;
-    }();
-    constexpr dtype kernel_type = kernel_dtype<op_type>(std::span<const tensor_spec>(input_specs), spec);
-    using kernel = typename Registry::template kernel<op_type, Device, element_t<kernel_type>>;
+    using kernel = step_kernel<P, Op, Inputs>;
 
     std::array<tensor, k> in;
     for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
@@ -220,21 +259,34 @@ class static_executor {
     if (in_arena) {
       // bound by bind_arena with the shape of this run
     } else if constexpr (spec.dims.is_fully_defined()) {
-      if (auto st = prepare_output(device, y, spec); !st.ok()) return with_node<P>(st);
+      if (st = prepare_output(device, y, spec); !st.ok()) return st = with_node<P>(st), true;
     } else {
       std::array<tensor_spec, k> specs;
       for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
       auto out = infer(Op, std::span<const tensor_spec>(specs));
-      if (!out.ok()) return with_node<P>(out.status());
-      if (auto st = prepare_output(device, y, *out); !st.ok()) return with_node<P>(st);
+      if (!out.ok()) return st = with_node<P>(out.status()), true;
+      if (st = prepare_output(device, y, *out); !st.ok()) return st = with_node<P>(st), true;
     }
-    kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
-    if (auto st = kernel::compute(Op, ctx); !st.ok()) return with_node<P>(st);
     // The plan gave this output its place in the arena; a kernel that put a view of another
     // buffer there instead would outlive that buffer's planned lifetime.
-    if (in_arena && y.data() != planned_at)
-      return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
-    return ok_status();
+    auto check = [&s, in_arena, planned_at](status result) {
+      if (!result.ok()) return with_node<P>(result);
+      if (in_arena && s.slots[P].data() != planned_at)
+        return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
+      return ok_status();
+    };
+    if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
+      auto* frame = new async_frame<k>(device, in, y);
+      kernel::compute_async(Op, frame->ctx, [frame, check, done](status result) {
+        delete frame;
+        done(check(std::move(result)));
+      });
+      return false;
+    } else {
+      kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
+      st = check(run_kernel<kernel>(Op, ctx));
+      return true;
+    }
   }
 
   // Reuses the node's buffer when nothing else holds it and it fits; allocates otherwise.

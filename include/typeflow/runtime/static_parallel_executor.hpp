@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// static_parallel_executor<Plan, Device, Registry>: runs a static plan's steps with TensorFlow's
+// parallel algorithm (runtime/detail/parallel_step.hpp, the runtime executor's), on a DAG that the
+// compiler computed: successor lists, initial pending counts, roots and which steps are expensive
+// are constexpr arrays, and each step is a function chosen at compile time (one indirect call per
+// step, no virtual kernel, no std::function).
+//  - Edges: a step waits for the steps whose nodes it reads (a fused group reads its leaves), and
+//    steps that read or assign one variable keep their order in the plan, so a parallel run
+//    computes what the sequential one does.
+//  - Memory: every intermediate keeps a buffer of its own in the state, reused from run to run
+//    while its shape holds (no heap allocation per step once sized). The arena of the sequential
+//    executor's memory plan assumes the sequential order of steps and is not used here.
+//  - Asynchronous kernels finish through their callback; the pool thread goes on meanwhile.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/graph/memory_plan.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
+#include <typeflow/runtime/detail/parallel_step.hpp>
+#include <typeflow/runtime/static_executor.hpp>
+
+namespace typeflow {
+
+template <class Plan, class Device, class Registry>
+class static_parallel_executor {
+  using steps = static_executor<Plan, Device, Registry, /*PlanMemory=*/false>;
+  using graph = typename Plan::graph_type;
+  using nodes = typename graph::nodes;
+  using reads = static_memory_plan<Plan>;  // step_of and for_each_read (its arena is not used)
+  static constexpr std::size_t num_steps = Plan::num_steps;
+
+ public:
+  using state = typename steps::state;
+
+  // Runs one step on `pool` and the calling thread; the first error, or ok.
+  static status run(Device& device, Eigen::ThreadPoolInterface& pool, state& s, const static_environment& env) {
+    std::array<std::atomic<std::uint32_t>, num_steps> pending;
+    body b{device, s, env};
+    detail::parallel_step<body> step(dag, b, pool, std::span(pending));
+    return step.run();
+  }
+
+  // The variable a step reads or assigns (graph::size for other steps).
+  template <std::size_t P>
+  static constexpr std::size_t variable_of() {
+    using node = node_at_t<P, nodes>;
+    if constexpr (node::kind == node_kind::variable) return P;
+    else if constexpr (node::kind == node_kind::assign) return position_of<nodes, node::variable>;
+    else return graph::size;
+  }
+  static constexpr std::array<std::size_t, num_steps> variable_of_step = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return std::array<std::size_t, num_steps>{variable_of<Plan::steps[Ks]>()...};
+  }(std::make_index_sequence<num_steps>{});
+
+  // Calls f(a, b) for every edge from step a to step b, b in increasing order.
+  template <class F>
+  static constexpr void for_each_edge(F&& f) {
+    for (std::size_t b = 0; b < num_steps; ++b) {
+      reads::for_each_read(Plan::steps[b], [&](std::size_t q) { f(reads::step_of[q], b); });
+      if (variable_of_step[b] == graph::size) continue;
+      for (std::size_t a = b; a-- > 0;)  // the previous step touching the same variable
+        if (variable_of_step[a] == variable_of_step[b]) {
+          f(a, b);
+          break;
+        }
+    }
+  }
+
+  static constexpr std::size_t num_edges = [] {
+    std::size_t n = 0;
+    for_each_edge([&](std::size_t, std::size_t) { ++n; });
+    return n;
+  }();
+
+  struct dag_arrays {
+    std::array<std::uint32_t, num_steps + 1> successor_begin{};
+    std::array<std::uint32_t, num_edges + 1> successors{};  // + 1: never a zero-sized array
+    std::array<std::uint32_t, num_steps> pending{};
+    std::array<std::uint32_t, num_steps> roots{};
+    std::size_t num_roots = 0;
+    std::array<bool, num_steps> expensive{};
+  };
+  static constexpr dag_arrays arrays = [] {
+    dag_arrays d{};
+    std::array<std::uint32_t, num_steps> out{};
+    for_each_edge([&](std::size_t a, std::size_t b) {
+      ++out[a];
+      ++d.pending[b];
+    });
+    for (std::size_t a = 0; a < num_steps; ++a) d.successor_begin[a + 1] = d.successor_begin[a] + out[a];
+    std::array<std::uint32_t, num_steps> fill{};
+    for_each_edge([&](std::size_t a, std::size_t b) {
+      d.successors[d.successor_begin[a] + fill[a]++] = static_cast<std::uint32_t>(b);
+    });
+    for (std::size_t k = 0; k < num_steps; ++k)
+      if (d.pending[k] == 0) d.roots[d.num_roots++] = static_cast<std::uint32_t>(k);
+    d.expensive = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+      return std::array<bool, num_steps>{steps::template expensive<Ks>()...};
+    }(std::make_index_sequence<num_steps>{});
+    return d;
+  }();
+  static_assert(arrays.successor_begin[num_steps] == num_edges,
+                "typeflow: internal error: a static plan's step edges were counted twice differently");
+
+  static constexpr detail::step_dag dag{
+      std::span<const std::uint32_t>(arrays.successor_begin),
+      std::span<const std::uint32_t>(arrays.successors.data(), num_edges),
+      std::span<const std::uint32_t>(arrays.pending),
+      std::span<const std::uint32_t>(arrays.roots.data(), arrays.num_roots),
+      std::span<const bool>(arrays.expensive)};
+
+ private:
+  using start_fn = bool (*)(Device&, state&, const static_environment&, status&, detail::step_completion);
+  static constexpr std::array<start_fn, num_steps> table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return std::array<start_fn, num_steps>{&steps::template start<Ks, detail::step_completion>...};
+  }(std::make_index_sequence<num_steps>{});
+
+  struct body {
+    Device& device;
+    state& s;
+    const static_environment& env;
+    bool start(std::uint32_t k, status& st, detail::step_completion done) const { return table[k](device, s, env, st, done); }
+  };
+};
+
+}  // namespace typeflow
