@@ -2,6 +2,9 @@
 // Scheduling overhead of static graphs (BENCHMARKS.md): chain, fan-out 1->N->1, binary tree and
 // layered 16x16 DAGs of 1-element adds (N = 256), fused (default) and unfused, against the same
 // arithmetic as straight-line float code, in ns per op node; and session::run of a 1-node graph.
+// With oneTBB (TYPEFLOW_BENCH_TBB): the static parallel executor at 1 and 2 threads on the unfused
+// DAG against oneTBB's flow graph running the same DAG with the same node bodies (the add or mul
+// kernel on 1-element tensors).
 #include <typeflow/typeflow.hpp>
 
 #include <array>
@@ -9,6 +12,14 @@
 #include <cstdio>
 #include <string>
 #include <utility>
+
+#if TYPEFLOW_BENCH_TBB
+#include <memory>
+#include <vector>
+
+#include <tbb/flow_graph.h>
+#include <tbb/task_arena.h>
+#endif
 
 #include "harness.hpp"
 
@@ -99,6 +110,82 @@ void bench_dag(tf::bench::harness& h, const std::string& name) {
             static_cast<double>(ops));
 }
 
+#if TYPEFLOW_BENCH_TBB
+// The static parallel executor on the unfused DAG against oneTBB's flow graph: every op node's body
+// is the registry's add or mul kernel on 1-element tensors, in both.
+template <auto Output>
+void bench_parallel(tf::bench::harness& h, const std::string& name) {
+  using graph = decltype(tf::graph(Output));
+  using add_kernel = tf::default_registry::kernel<tf::ops::add, tf::cpu, float>;
+  using mul_kernel = tf::default_registry::kernel<tf::ops::mul, tf::cpu, float>;
+  tf::cpu device;
+  const tf::tensor in = *tf::tensor::from_values<float>({0.001f});
+  std::size_t ops = 0;
+  for (auto k : graph::kinds) ops += k == tf::node_kind::op;
+
+  // The flow graph: one continue_node per op node, values in preallocated tensors.
+  std::vector<tf::tensor> values(graph::size);
+  std::vector<std::array<tf::tensor, 2>> args(graph::size);
+  for (std::size_t i = 0; i < graph::size; ++i) {
+    if (graph::kinds[i] == tf::node_kind::input) values[i] = in;
+    else if (graph::kinds[i] == tf::node_kind::constant)
+      values[i] = *tf::tensor::from_values<float>({static_cast<float>(graph::constant_values[i])});
+    else values[i] = *tf::tensor::from_values<float>({0.0f});
+  }
+  for (std::size_t i = 0; i < graph::size; ++i)
+    if (graph::kinds[i] == tf::node_kind::op) args[i] = {values[graph::input(i, 0)].view(), values[graph::input(i, 1)].view()};
+  tbb::flow::graph fg;
+  tbb::flow::broadcast_node<tbb::flow::continue_msg> start(fg);
+  std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes(graph::size);
+  for (std::size_t i = 0; i < graph::size; ++i) {
+    if (graph::kinds[i] != tf::node_kind::op) continue;
+    const bool is_mul = graph::names[i] == "mul";
+    nodes[i] = std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(fg, [&, i, is_mul](const tbb::flow::continue_msg&) {
+      tf::kernel_context<tf::cpu> ctx{device, std::span<const tf::tensor>(args[i]), std::span<tf::tensor>(&values[i], 1)};
+      const tf::status st = is_mul ? mul_kernel::compute(tf::ops::mul{}, ctx) : add_kernel::compute(tf::ops::add{}, ctx);
+      if (!st.ok()) std::abort();
+    });
+  }
+  for (std::size_t i = 0; i < graph::size; ++i) {
+    if (graph::kinds[i] != tf::node_kind::op) continue;
+    bool from_op = false;
+    for (std::size_t j = 0; j < graph::num_inputs[i]; ++j) {
+      const std::size_t p = graph::input(i, j);
+      if (graph::kinds[p] != tf::node_kind::op || (j == 1 && p == graph::input(i, 0))) continue;
+      tbb::flow::make_edge(*nodes[p], *nodes[i]);
+      from_op = true;
+    }
+    if (!from_op) tbb::flow::make_edge(start, *nodes[i]);
+  }
+
+  for (int threads : {1, 2}) {
+    tf::session<graph, tf::cpu, tf::default_registry, false, true, true> s(graph{}, device, tf::parallel{threads});
+    auto r = s.run(tf::feed(x, in), tf::fetch(Output));
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      start.try_put(tbb::flow::continue_msg());
+      fg.wait_for_all();
+    });
+    const float want = values[graph::size - 1].unchecked_values<float>()[0];
+    if (!r.ok() || std::abs(std::get<0>(*r)[0] - want) > 1e-3f * std::abs(want))
+      std::printf("!! %s: the parallel session disagrees with the flow graph\n", name.c_str());
+    h.compare(name + ", parallel " + std::to_string(threads) + "t (" + std::to_string(ops) + " ops)", "oneTBB flow graph",
+              [&] { auto y = s.run(tf::feed(x, in), tf::fetch(Output)); keep(y); },
+              [&] {
+                arena.execute([&] {
+                  start.try_put(tbb::flow::continue_msg());
+                  fg.wait_for_all();
+                });
+                keep(values);
+              },
+              11, 0.3, "ns/node", static_cast<double>(ops));
+  }
+}
+#else
+template <auto Output>
+void bench_parallel(tf::bench::harness&, const std::string&) {}
+#endif
+
 }  // namespace
 
 // Each DAG shape is its own binary (TYPEFLOW_BENCH_DAG = 0 chain, 1 fan-out, 2 tree, 3 layered) so
@@ -114,6 +201,7 @@ int main(int argc, char** argv) {
   constexpr auto chain_out = chain<1>(x + x);
   bench_dag<true, chain_out>(h, "chain 256");
   bench_dag<false, chain_out>(h, "chain 256");
+  bench_parallel<chain_out>(h, "chain 256");
   {
     constexpr auto one = tf::relu(x);
     tf::cpu device;
@@ -127,14 +215,17 @@ int main(int argc, char** argv) {
   constexpr auto fan_out = fan_join<1>(leaf<0>());
   bench_dag<true, fan_out>(h, "fan-out 1->256->1");
   bench_dag<false, fan_out>(h, "fan-out 1->256->1");
+  bench_parallel<fan_out>(h, "fan-out 1->256->1");
 #elif TYPEFLOW_BENCH_DAG == 2
   constexpr auto tree_out = sum_range<0, n>();
   bench_dag<true, tree_out>(h, "tree of 256 leaves");
   bench_dag<false, tree_out>(h, "tree of 256 leaves");
+  bench_parallel<tree_out>(h, "tree of 256 leaves");
 #else
   constexpr auto layered_out = layered_outputs(std::make_index_sequence<16>{});
   bench_dag<true, layered_out>(h, "layered 16x16");
   bench_dag<false, layered_out>(h, "layered 16x16");
+  bench_parallel<layered_out>(h, "layered 16x16");
 #endif
   return 0;
 }

@@ -56,6 +56,7 @@
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>
 #include <typeflow/runtime/run_options.hpp>
+#include <typeflow/runtime/run_time_plans.hpp>
 #include <typeflow/runtime/runtime_executor.hpp>
 #include <typeflow/runtime/runtime_session.hpp>
 #include <typeflow/runtime/session.hpp>

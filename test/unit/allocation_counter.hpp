@@ -3,7 +3,13 @@
 // replaces the C allocation functions (malloc, calloc, realloc, aligned_alloc, posix_memalign,
 // memalign) with versions that count while armed and then call glibc's own; operator new, Eigen's
 // aligned_malloc and every library in the process allocate through them, so nothing escapes.
+// Under AddressSanitizer or ThreadSanitizer the sanitizer owns the allocation functions: nothing
+// is replaced, `counting_available` is false and the counts are -1.
 #pragma once
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TYPEFLOW_TEST_NO_ALLOCATION_COUNTER 1
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -11,6 +17,11 @@
 
 namespace typeflow::test {
 
+#ifdef TYPEFLOW_TEST_NO_ALLOCATION_COUNTER
+inline constexpr bool counting_available = false;
+#else
+inline constexpr bool counting_available = true;
+#endif
 inline std::atomic<bool> counting_allocations{false};
 inline std::atomic<long> allocations_counted{0};
 
@@ -19,6 +30,7 @@ template <class F>
 long allocations_per_calls(int calls, F&& f) {
   f();
   f();
+  if (!counting_available) return -1;
   allocations_counted.store(0);
   counting_allocations.store(true);
   for (int i = 0; i < calls; ++i) f();
@@ -34,6 +46,7 @@ inline void count_allocation() noexcept {
 }
 }  // namespace typeflow::test::detail
 
+#ifndef TYPEFLOW_TEST_NO_ALLOCATION_COUNTER
 extern "C" {
 void* __libc_malloc(std::size_t);
 void* __libc_calloc(std::size_t, std::size_t);
@@ -68,3 +81,4 @@ int posix_memalign(void** out, std::size_t alignment, std::size_t n) {
   return 0;
 }
 }
+#endif

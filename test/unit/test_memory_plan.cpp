@@ -198,7 +198,7 @@ using batch_memory = tf::static_memory_plan<batch_plan>;
 
 }  // namespace
 
-TEST_CASE("run-time shapes: the plan is made per fed shape and the arena only grows", "[plan][dynamic]") {
+TEST_CASE("run-time shapes: a plan per distinct fed shape, cached; the arena only grows", "[plan][dynamic]") {
   STATIC_REQUIRE(!batch_memory::is_static);
   CHECK_THAT(batch_memory::describe(), Catch::Contains("planned at run time"));
   using executor = tf::static_executor<batch_plan, tf::cpu, tf::default_registry, true>;
@@ -231,6 +231,23 @@ TEST_CASE("run-time shapes: the plan is made per fed shape and the arena only gr
     executor::release_leaves(s);
     reference::release_leaves(r);
   }
+  // One plan per distinct input shape (3, 5, 1), shared by every state: a second state that runs
+  // the shapes seen so far makes none.
+  using plans = tf::run_time_plans<batch_memory>;
+  CHECK(plans::made() == 3);
+  CHECK(plans::size() == 3);
+  executor::state other;
+  for (std::int64_t batch : {5, 1, 3}) {
+    const tf::tensor in = tf::test::random_tensor<float>(tf::shape{batch, 8}, 1);
+    const tf::tensor* feeds[] = {&in, nullptr};
+    REQUIRE(executor::run(device, other, tf::static_environment{std::span<const tf::tensor* const>(feeds), &vars}).ok());
+    executor::release_leaves(other);
+  }
+  CHECK(plans::made() == 3);
+  const tf::tensor in = tf::test::random_tensor<float>(tf::shape{9, 8}, 1);
+  const tf::tensor* feeds[] = {&in, nullptr};
+  REQUIRE(executor::run(device, other, tf::static_environment{std::span<const tf::tensor* const>(feeds), &vars}).ok());
+  CHECK(plans::made() == 4);
 }
 
 TEST_CASE("a bad fed shape is reported by the run-time plan with the node's name", "[plan][dynamic]") {

@@ -257,7 +257,8 @@ TEST_CASE("static parallel executor: no heap allocation per step once sized", "[
   // every thread has.
   for (int i = 0; i < 200; ++i) step();
   const long allocations = tf::test::allocations_per_calls(50, step);
-  CHECK(allocations == 0);
+  if (tf::test::counting_available) CHECK(allocations == 0);
+  else WARN("allocations are not counted under a sanitizer");
 }
 
 TEST_CASE("async kernels: the parallel runtime executor does not hold a thread while a kernel works", "[parallel][async]") {

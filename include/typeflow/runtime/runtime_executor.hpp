@@ -137,6 +137,10 @@ class runtime_executor {
       std::uint32_t pending = 0;
       if (n.feed == npos) {  // fed: ready at the start, reads nothing
         for (std::size_t j : it.inputs) n.inputs.push_back(static_cast<std::uint32_t>(local[j]));
+        // A fed tensor must match its node's spec exactly where that is fully defined, so fully
+        // defined input specs are the ones a run sees, and inference would give it.spec again.
+        n.spec_known = it.kind == runtime_node_kind::op && it.spec.dims.is_fully_defined() &&
+                       std::all_of(it.inputs.begin(), it.inputs.end(), [&](std::size_t j) { return g[j].spec.dims.is_fully_defined(); });
         for (std::size_t j : it.inputs) ++e->nodes_[local[j]].data_consumers;
         pending = static_cast<std::uint32_t>(it.inputs.size() + it.control.size());
         for (std::size_t j : it.inputs) successors[local[j]].push_back(static_cast<std::uint32_t>(k));
@@ -193,6 +197,8 @@ class runtime_executor {
     std::size_t feed = npos;               // index into the step's feeds, npos when computed
     std::vector<std::uint32_t> inputs;     // data inputs, local indices
     std::uint32_t data_consumers = 0;      // data edges out, plus one when fetched
+    bool spec_known = false;               // every input's spec is fully defined, so the output's
+                                           // is the graph's: no inference per run
   };
 
   struct run_state {
@@ -246,7 +252,7 @@ class runtime_executor {
   bool start_node(Device& device, run_state& s, std::uint32_t k, status& st, Done done) const {
     const node& n = nodes_[k];
     const auto& it = (*graph_)[n.item];
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = s.step.metadata ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     tensor& y = s.outputs[k];
     if (n.feed != npos) {
       y = s.step.feeds[n.feed];
@@ -260,26 +266,28 @@ class runtime_executor {
       if (async || n.inputs.size() > small) large_in.resize(n.inputs.size());
       std::span<tensor> in = large_in.empty() && !async ? std::span<tensor>(small_in.data(), n.inputs.size())
                                                         : std::span<tensor>(large_in);
-      std::array<tensor_spec, small> small_specs;
-      std::vector<tensor_spec> large_specs;
-      std::span<tensor_spec> specs = n.inputs.size() <= small
-                                         ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
-                                         : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-        in[i] = s.outputs[n.inputs[i]].view();
-        specs[i] = in[i].spec();
-      }
-      auto spec = it.op.infer(specs);
-      if (!spec.ok()) {
-        st = spec.status().with_context(node_context(it));
-        return true;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) in[i] = s.outputs[n.inputs[i]].view();
+      tensor_spec spec = it.spec;
+      if (!n.spec_known) {
+        std::array<tensor_spec, small> small_specs;
+        std::vector<tensor_spec> large_specs;
+        std::span<tensor_spec> specs = n.inputs.size() <= small
+                                           ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
+                                           : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
+        for (std::size_t i = 0; i < n.inputs.size(); ++i) specs[i] = in[i].spec();
+        auto inferred = it.op.infer(specs);
+        if (!inferred.ok()) {
+          st = inferred.status().with_context(node_context(it));
+          return true;
+        }
+        spec = *inferred;
       }
       // Forwarding: the last reader of an unshared input of the output's spec writes over it.
       bool forwarded = false;
       if (it.op.elementwise())
         for (std::size_t i = 0; i < n.inputs.size() && !forwarded; ++i) {
           tensor& src = s.outputs[n.inputs[i]];
-          if (src.owns_buffer() && src.use_count() == 1 && src.spec() == *spec &&
+          if (src.owns_buffer() && src.use_count() == 1 && src.spec() == spec &&
               s.readers[n.inputs[i]].load(std::memory_order_acquire) == 1 &&
               std::count(n.inputs.begin(), n.inputs.end(), n.inputs[i]) == 1) {
             y = src;  // shares the buffer; src is released below as this was its last reader
@@ -287,7 +295,7 @@ class runtime_executor {
           }
         }
       if (!forwarded) {
-        auto out = device.allocate(spec->type, spec->dims);
+        auto out = device.allocate(spec.type, spec.dims);
         if (!out.ok()) {
           st = out.status().with_context(node_context(it));
           return true;

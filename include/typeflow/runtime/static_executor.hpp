@@ -3,8 +3,9 @@
 // as straight-line code: one kernel call per step, chosen at compile time, with no virtual call,
 // no std::function and no per-node heap allocation once a state's buffers are sized.
 // Intermediates with static shapes live in the state's arena at the offsets of the plan's
-// static_memory_plan (allocated once per state); other outputs keep a buffer of their own, reused
-// while its dtype and shape are unchanged and no fetched tensor still shares it.
+// static_memory_plan (allocated once per state); with run-time dimensions the plan is made once
+// per distinct set of input shapes and cached (run_time_plans). Other outputs keep a buffer of
+// their own, reused while its dtype and shape are unchanged and no fetched tensor still shares it.
 // A state holds one tensor per graph node; a session keeps a pool of states, so runs on several
 // threads never share one.
 #pragma once
@@ -25,6 +26,7 @@
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/plan.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/runtime/run_time_plans.hpp>
 #include <typeflow/runtime/variable_store.hpp>
 
 namespace typeflow {
@@ -146,14 +148,22 @@ class static_executor {
     return true;
   }
 
-  // Infers every node's shape from the fed shapes, plans the arena for them and binds it. An
-  // error is the one the failing step would report.
+  // Binds the plan for the fed shapes: the one made before for them (run_time_plans), or one
+  // made now from every node's inferred shape. An error is the one the failing step would report.
   static status plan_at_run_time(Device& device, state& s, const static_environment& env) {
-    shapes sh{};
-    if (auto st = infer_shapes(env, sh); !st.ok()) return st;
-    const layout l = memory::plan_for(sh);
-    if (auto st = bind_arena(device, s, l, sh); !st.ok()) return st;
-    for (std::size_t i = 0; i < graph::num_input_nodes; ++i) s.fed[i] = fed_shape(env, i);
+    using plans = run_time_plans<memory>;
+    typename plans::key_type fed;
+    for (std::size_t i = 0; i < graph::num_input_nodes; ++i) fed[i] = fed_shape(env, i);
+    std::shared_ptr<const typename plans::entry> plan = plans::find(fed);
+    if (!plan) {
+      auto made = std::make_shared<typename plans::entry>();
+      made->fed = fed;
+      if (auto st = infer_shapes(env, made->shapes); !st.ok()) return st;
+      made->layout = memory::plan_for(made->shapes);
+      plan = plans::add(std::move(made));
+    }
+    if (auto st = bind_arena(device, s, plan->layout, plan->shapes); !st.ok()) return st;
+    for (std::size_t i = 0; i < graph::num_input_nodes; ++i) s.fed[i] = fed[i];
     return ok_status();
   }
 

@@ -6,8 +6,9 @@
 //    runtime executor makes them once per signature.
 //  - parallel_step<Body>: one run. Pending counts are atomics; the roots are the first ready set.
 //    Scheduling is TensorFlow's ScheduleReady: a thread runs every cheap ready node itself, in
-//    order, and keeps one expensive node when it has no cheap work; other expensive nodes go to
-//    the inter-op pool. A node that goes asynchronous finishes through a completion, which counts
+//    order; a pool thread keeps one expensive node when it has no cheap work, and other expensive
+//    nodes go to the inter-op pool (the calling thread runs cheap nodes only, so a pool of n
+//    threads is n cores of expensive work). A node that goes asynchronous finishes through a completion, which counts
 //    its successors down and runs what became ready on the completing thread. The first error is
 //    the step's status; later nodes are skipped but still counted down, so the step always ends.
 //    The calling thread takes part, then sleeps on a condition variable until the last node ends.
@@ -101,8 +102,8 @@ class parallel_step {
     if (dag_.roots.empty()) return ok_status();
     outstanding_.store(dag_.roots.size(), std::memory_order_relaxed);
     ready_queue ready;
-    schedule(dag_.roots, ready);
-    process_inline(ready);
+    schedule(dag_.roots, ready, /*worker=*/false);
+    process_inline(ready, /*worker=*/false);
     std::unique_lock lock(mutex_);
     done_cv_.wait(lock, [&] { return done_; });
     return first_error_;
@@ -112,10 +113,12 @@ class parallel_step {
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
 
  private:
-  // ScheduleReady: cheap nodes join `inline_ready`; of the expensive ones, all but the last go to
-  // the pool, and the last stays here when there is no cheap work, to the pool otherwise.
+  // ScheduleReady: cheap nodes join `inline_ready`. A pool thread (worker) hands all expensive
+  // nodes but the last to the pool and keeps that one when it has no cheap work. Any other thread
+  // (the caller, a thread completing an asynchronous kernel) hands every expensive node to the
+  // pool, so the pool's threads are the ones doing expensive work: a pool of n threads is n cores.
   template <class Nodes>
-  void schedule(const Nodes& ready, ready_queue& inline_ready) {
+  void schedule(const Nodes& ready, ready_queue& inline_ready, bool worker) {
     constexpr std::uint32_t none = static_cast<std::uint32_t>(-1);
     std::uint32_t expensive = none;
     for (std::uint32_t k : ready) {
@@ -127,7 +130,7 @@ class parallel_step {
       expensive = k;
     }
     if (expensive == none) return;
-    if (inline_ready.empty()) inline_ready.push(expensive);
+    if (worker && inline_ready.empty()) inline_ready.push(expensive);
     else hand_off(expensive);
   }
 
@@ -135,42 +138,45 @@ class parallel_step {
     pool_.Schedule([this, k] {
       ready_queue ready;
       ready.push(k);
-      process_inline(ready);
+      process_inline(ready, /*worker=*/true);
     });
   }
 
   // Process: runs the queue's nodes, and those they make ready, until the queue is empty.
-  void process_inline(ready_queue& ready) {
+  void process_inline(ready_queue& ready, bool worker) {
     while (!ready.empty()) {
       const std::uint32_t k = ready.pop();
       status st;
       if (!failed() && !body_.start(k, st, step_completion{this, k, &finish_async})) continue;  // finishes through async_done
-      node_done(k, st, ready);
+      node_done(k, st, ready, worker);
     }
   }
 
-  // The node has finished: counts its successors down, queues those that are ready, and counts it
-  // out of the step. The last node out wakes the caller; nothing here touches *this after that.
-  void node_done(std::uint32_t k, const status& st, ready_queue& ready) {
+  // The node has finished: counts its successors down and queues those that are ready. The node
+  // leaves the outstanding count as the ready ones join it, in one atomic operation (none for a
+  // node that makes exactly one ready, as in a chain). The last node out wakes the caller; nothing
+  // here touches *this after that.
+  void node_done(std::uint32_t k, const status& st, ready_queue& ready, bool worker) {
     if (!st.ok()) fail(st);
     std::uint32_t made_ready[16];
     std::size_t n = 0;
-    for (std::uint32_t c : dag_.successors_of(k))
-      if (pending_[c].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        if (n == std::size(made_ready)) {
-          add_ready(made_ready, n, ready);
-          n = 0;
-        }
-        made_ready[n++] = c;
+    for (std::uint32_t c : dag_.successors_of(k)) {
+      // A node with one in-edge is made ready by its only predecessor: no atomic needed.
+      if (dag_.pending[c] != 1 && pending_[c].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      if (n == std::size(made_ready)) {  // this node stays counted until its last batch
+        add_ready(made_ready, n, ready, worker, /*leaving=*/false);
+        n = 0;
       }
-    add_ready(made_ready, n, ready);
-    finish_one();
+      made_ready[n++] = c;
+    }
+    if (n > 0) add_ready(made_ready, n, ready, worker, /*leaving=*/true);
+    else finish_one();
   }
 
-  void add_ready(const std::uint32_t* nodes, std::size_t n, ready_queue& ready) {
-    if (n == 0) return;
-    outstanding_.fetch_add(n, std::memory_order_relaxed);
-    schedule(std::span<const std::uint32_t>(nodes, n), ready);
+  // Counts n ready nodes in (less this node when it is leaving) and schedules them.
+  void add_ready(const std::uint32_t* nodes, std::size_t n, ready_queue& ready, bool worker, bool leaving) {
+    if (const std::size_t more = leaving ? n - 1 : n; more > 0) outstanding_.fetch_add(more, std::memory_order_relaxed);
+    schedule(std::span<const std::uint32_t>(nodes, n), ready, worker);
   }
 
   // Runs on the thread that completed the node. When nothing became ready the step may already be
@@ -180,8 +186,8 @@ class parallel_step {
   }
   void async_done(std::uint32_t k, status st) {
     ready_queue ready;
-    node_done(k, st, ready);
-    if (!ready.empty()) process_inline(ready);
+    node_done(k, st, ready, /*worker=*/false);
+    if (!ready.empty()) process_inline(ready, /*worker=*/false);
   }
 
   void fail(const status& st) {
