@@ -11,6 +11,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <random>
 #include <string>
 #include <utility>
@@ -158,6 +161,14 @@ void compare_trace(tf::bench::harness& h, const std::string& name, const trace& 
 }
 
 void bench_traces(tf::bench::harness& h) {
+#ifdef __GLIBC__
+  // glibc serves blocks above its mmap threshold with one mmap and munmap each, and raises the
+  // threshold (up to 32 MiB) only after freeing such a block, so the baseline depended on the
+  // process's history: 32-42 ns or 700-1100 ns per event on the CNN batch-64 trace from one run to
+  // the next. Fixed thresholds put every block on the heap, as the adapted dynamic ones do.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+#endif
   const int steps = h.quick() ? 20 : 200;
   compare_trace(h, "BFC, MLP step trace, batch 1", step_trace<models::mlp>(1, steps));
   compare_trace(h, "BFC, MLP step trace, batch 64", step_trace<models::mlp>(64, steps));

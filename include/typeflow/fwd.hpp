@@ -20,9 +20,14 @@ template <std::int64_t... Dims> struct static_shape;
 struct tensor_spec;
 class tensor;
 
-// device/
-class cpu;
-class thread_pool;
+// memory/
+class heap_allocator;
+
+// device/: the policies are templates on their allocator; cpu and thread_pool use heap_allocator.
+template <class Allocator> class basic_cpu;
+template <class Allocator> class basic_thread_pool;
+using cpu = basic_cpu<heap_allocator>;
+using thread_pool = basic_thread_pool<heap_allocator>;
 
 // kernels/
 template <class Device> struct kernel_context;

@@ -115,3 +115,37 @@ TEST_CASE("MLP and CNN steps allocate nothing with the memory plan", "[allocatio
   CHECK(model_allocations<models::mlp, false>(64) == 0);
   CHECK(model_allocations<models::cnn, false>(8) == 0);
 }
+
+TEST_CASE("a tensor from the cpu policy costs what tensor::allocate costs: one block and one buffer", "[allocations][device]") {
+  tf::cpu device;
+  const long by_policy = tf::test::allocations_per_calls(10, [&] {
+    auto t = device.allocate(tf::dtype::f32, tf::shape{64, 64});
+    keep(&t);
+  });
+  const long by_tensor = tf::test::allocations_per_calls(10, [&] {
+    auto t = tf::tensor::allocate(tf::dtype::f32, tf::shape{64, 64});
+    keep(&t);
+  });
+  CHECK(by_policy == 20);
+  CHECK(by_tensor == 20);
+}
+
+TEST_CASE("a BFC pool serves tensors without the heap once it holds a region", "[allocations][device][bfc]") {
+  // The buffer object of each tensor still comes from operator new; the block does not.
+  tf::basic_cpu<tf::bfc_allocator<tf::host_sub_allocator>> device(std::in_place, tf::bfc_options{.memory_limit = 1 << 24});
+  CHECK(tf::test::allocations_per_calls(10, [&] {
+          auto a = device.allocate(tf::dtype::f32, tf::shape{64, 64});
+          auto b = device.allocate(tf::dtype::f32, tf::shape{100});
+          keep(&a);
+          keep(&b);
+        }) == 20);
+  // A static-shape step on the pool allocates nothing: its arena and fetched output stay allocated.
+  constexpr auto x = tf::input<"x", float, tf::static_shape<32, 64>>;
+  constexpr auto w = tf::variable<"w", float, tf::static_shape<64, 64>>;
+  constexpr auto y = tf::softmax(tf::relu(tf::matmul(x, w)) * 0.25_c);
+  tf::session s(tf::graph(y), device);
+  REQUIRE(s.initialize(w, 0.01).ok());
+  const tf::tensor in = tf::test::random_tensor<float>(tf::shape{32, 64}, 5);
+  CHECK(tf::test::allocations_per_calls(10, [&] { auto r = s.run(tf::feed(x, in), tf::fetch(y)); keep(&r); }) == 0);
+  CHECK(device.allocator().stats().bytes_in_use > 0);
+}

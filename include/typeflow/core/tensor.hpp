@@ -52,25 +52,40 @@ class tensor {
 
   // A tensor with fresh, uninitialised, 64-byte aligned storage from the default allocator.
   static result<tensor> allocate(dtype type, const typeflow::shape& s) {
-    if (auto st = check_allocatable(type, s); !st.ok()) return st;
-    const std::size_t bytes = static_cast<std::size_t>(s.num_elements()) * size_of(type);
-    buffer* b = buffer::allocate(bytes);
-    if (!b) return errors::resource_exhausted("out of memory allocating ", bytes, " bytes for ", name_of(type), s);
-    return tensor(buffer_ref(b), b->data(), type, s);
+    return allocate_from(
+        [&](std::size_t bytes) -> result<buffer*> {
+          if (buffer* b = buffer::allocate(bytes)) return b;
+          return errors::resource_exhausted("out of memory allocating ", bytes, " bytes for ", name_of(type), s);
+        },
+        type, s);
   }
 
   // Storage from an allocator type (memory/): anything with allocate(bytes, alignment) -> result<void*>
-  // and deallocate(void*, bytes). The allocator must outlive the tensor.
+  // and deallocate(void*, bytes). The allocator must outlive the tensor (device policies hold theirs
+  // so that it does: memory/device_memory.hpp).
   template <class Allocator>
   static result<tensor> allocate(Allocator& allocator, dtype type, const typeflow::shape& s) {
+    return allocate_from(
+        [&](std::size_t bytes) -> result<buffer*> {
+          auto p = allocator.allocate(bytes, default_alignment);
+          if (!p.ok()) return std::move(p).take_status();
+          return buffer::adopt(*p, bytes,
+                               {[](void* ctx, void* d, std::size_t n) { static_cast<Allocator*>(ctx)->deallocate(d, n); },
+                                &allocator});
+        },
+        type, s);
+  }
+
+  // How storage becomes a tensor: checks that `s` can hold `type`, then takes the buffer that
+  // make_buffer(bytes) -> result<buffer*> returns (a block, 64-byte aligned, adopted by a buffer that
+  // knows how to give it back). make_buffer's status is returned as it is.
+  template <class MakeBuffer>
+  static result<tensor> allocate_from(MakeBuffer&& make_buffer, dtype type, const typeflow::shape& s) {
     if (auto st = check_allocatable(type, s); !st.ok()) return st;
     const std::size_t bytes = static_cast<std::size_t>(s.num_elements()) * size_of(type);
-    auto p = allocator.allocate(bytes, default_alignment);
-    if (!p.ok()) return std::move(p).take_status();
-    buffer* b = buffer::adopt(*p, bytes,
-                              {[](void* ctx, void* d, std::size_t n) { static_cast<Allocator*>(ctx)->deallocate(d, n); },
-                               &allocator});
-    return tensor(buffer_ref(b), *p, type, s);
+    result<buffer*> b = make_buffer(bytes);
+    if (!b.ok()) return std::move(b).take_status();
+    return tensor(buffer_ref(*b), (*b)->data(), type, s);
   }
 
   // Alignment that borrowed memory must have: kernels view tensors through Eigen::Aligned maps.

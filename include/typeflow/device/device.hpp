@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The device-policy concept, and `devices<...>`, a compile-time list of policies.
+// The device-policy concept, device families, and `devices<...>`, a compile-time list of policies.
 // A policy says where kernels run and gives them what they need there; memory lives in the
-// allocator the policy names (memory/), so the two stay separate.
+// allocator the policy names (its allocator_type, held in a device_memory: memory/), so the two
+// stay separate.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -14,21 +15,27 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
+#include <typeflow/memory/allocator.hpp>
 
 namespace typeflow {
 
-// Satisfied by typeflow::cpu and typeflow::thread_pool; not by Eigen::DefaultDevice (no name,
-// no allocation of tensors).
+// Satisfied by typeflow::cpu, typeflow::thread_pool and basic_cpu<bfc_allocator<host_sub_allocator>>;
+// not by Eigen::DefaultDevice (no name, no allocator, no allocation of tensors).
+// allocate(dtype, shape) takes the tensor's memory from allocator(), and returns the allocator's
+// status (resource_exhausted when it is full) with the dtype, shape and device in the message.
 template <class D>
 concept device_policy = requires(D& d, dtype t, const shape& s) {
   { D::device_type } -> std::convertible_to<std::string_view>;  // "CPU", "GPU"
   { d.name() } -> std::convertible_to<std::string_view>;        // "/job:localhost/replica:0/task:0/device:CPU:0"
+  typename D::allocator_type;                                   // where its tensors' memory comes from
+  requires allocator<typename D::allocator_type>;
+  { d.allocator() } -> std::same_as<typename D::allocator_type&>;
   { d.allocate(t, s) } -> std::same_as<result<tensor>>;
   { d.num_threads() } -> std::convertible_to<int>;
 };
 
 // A host policy whose kernels run on an Eigen CPU device: what the Eigen CPU kernels need.
-// cpu and thread_pool satisfy it.
+// Every basic_cpu and basic_thread_pool satisfies it, whatever its allocator.
 template <class D>
 concept eigen_host_device = device_policy<D> && requires(D& d) {
   d.eigen();
@@ -36,10 +43,32 @@ concept eigen_host_device = device_policy<D> && requires(D& d) {
   d.parallel_for(std::int64_t{}, double{}, [](std::int64_t, std::int64_t) {});
 };
 
+namespace detail {
+template <class D>
+struct device_family {
+  using type = D;
+};
+template <class D>
+  requires requires { typename D::family_type; }
+struct device_family<D> {
+  using type = typename D::family_type;
+};
+}  // namespace detail
+
+// The policy that names a policy's kernels: D::family_type where D declares one, else D itself.
+// Policies that differ only in where their memory lives run the same code, so they are one family:
+// device_family_t<basic_cpu<bfc_allocator<host_sub_allocator>>> is cpu, and a kernel registered for
+// cpu serves it.
+template <class D>
+using device_family_t = typename detail::device_family<D>::type;
+
+// A list of policies a kernel family is written for. contains<D>: D is listed, or D's family is
+// (devices<cpu>::contains<basic_cpu<my_allocator>> holds; devices<basic_cpu<my_allocator>> names
+// that policy alone).
 template <class... Ds>
 struct devices {
   template <class D>
-  static constexpr bool contains = (std::is_same_v<D, Ds> || ...);
+  static constexpr bool contains = ((std::is_same_v<D, Ds> || std::is_same_v<device_family_t<D>, Ds>) || ...);
 };
 
 } // namespace typeflow

@@ -1,31 +1,54 @@
 // SPDX-License-Identifier: Apache-2.0
-// thread_pool: kernels split their work over an Eigen::ThreadPool (the pool TensorFlow uses for
-// intra-op parallelism) through Eigen's ThreadPoolDevice, whose temporary memory (GEMM packing
-// blocks) comes from the threads' scratch caches (device/scratch.hpp).
+// basic_thread_pool<Allocator>: kernels split their work over an Eigen::ThreadPool (the pool
+// TensorFlow uses for intra-op parallelism) through Eigen's ThreadPoolDevice, whose temporary memory
+// (GEMM packing blocks) comes from the threads' scratch caches (device/scratch.hpp); tensors come
+// from Allocator. thread_pool = basic_thread_pool<heap_allocator>.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/scratch.hpp>
+#include <typeflow/memory/device_memory.hpp>
+#include <typeflow/memory/heap_allocator.hpp>
 
 namespace typeflow {
 
-class thread_pool {
+// Every basic_thread_pool is of the thread_pool family: kernels registered for thread_pool run on
+// it unchanged. The allocator is owned as device_memory says (tensors keep it alive), and must be
+// thread-safe: kernels on the pool's threads allocate nothing from it, but the parallel executors
+// allocate outputs from several threads at once.
+//   tf::thread_pool device(4);
+//   tf::basic_thread_pool<tf::bfc_allocator<tf::host_sub_allocator>> pooled(4, std::in_place, tf::bfc_options{...});
+template <class Allocator>
+class basic_thread_pool {
  public:
+  using allocator_type = Allocator;
+  using family_type = thread_pool;
+
   // threads <= 0 means one per hardware thread.
-  explicit thread_pool(int threads = 0)
+  explicit basic_thread_pool(int threads = 0) requires std::default_initializable<Allocator>
+      : basic_thread_pool(threads, std::in_place) {}
+  // The allocator built from `allocator_args`.
+  template <class... Args>
+  basic_thread_pool(int threads, std::in_place_t, Args&&... allocator_args)
       : threads_(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(std::make_unique<Eigen::ThreadPool>(threads_)),
-        eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_, &scratch_)) {}
+        eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_, &scratch_)),
+        memory_(std::in_place, std::forward<Args>(allocator_args)...) {}
+  // Eigen's device points at this object's scratch_ allocator, so the policy stays where it is.
+  basic_thread_pool(const basic_thread_pool&) = delete;
+  basic_thread_pool& operator=(const basic_thread_pool&) = delete;
 
   static constexpr std::string_view device_type = "CPU";
   std::string_view name() const noexcept { return "/job:localhost/replica:0/task:0/device:CPU:0"; }
@@ -36,7 +59,11 @@ class thread_pool {
   const Eigen::ThreadPoolDevice& eigen_with_scratch() const noexcept { return *eigen_; }
   Eigen::ThreadPool& pool() noexcept { return *pool_; }
 
-  result<tensor> allocate(dtype type, const shape& s) { return tensor::allocate(type, s); }
+  Allocator& allocator() noexcept { return memory_.allocator(); }
+  const Allocator& allocator() const noexcept { return memory_.allocator(); }
+  const device_memory<Allocator>& memory() const noexcept { return memory_; }
+
+  result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name()); }
 
   // Runs f(first, last) over blocks of [0, n), in parallel when the work is worth it.
   // cost_per_unit is the cost of one index in cycles; Eigen sizes the blocks from it.
@@ -54,6 +81,9 @@ class thread_pool {
   eigen_scratch_allocator scratch_;
   std::unique_ptr<Eigen::ThreadPool> pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_;
+  device_memory<Allocator> memory_;
 };
+
+static_assert(device_policy<thread_pool>, "typeflow::thread_pool must satisfy typeflow::device_policy");
 
 } // namespace typeflow

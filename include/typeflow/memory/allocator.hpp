@@ -66,6 +66,14 @@ concept allocator = requires(A& a, const A& ca, void* p, std::size_t n) {
   { ca.stats() } -> std::same_as<allocator_stats>;
 };
 
+// An allocator whose instances are interchangeable, so that a block may go back through any
+// instance and nothing has to outlive the one that served it (std::allocator_traits'
+// is_always_equal): by default an empty, default-constructible type, such as heap_allocator.
+// cpu_allocator (counters) and bfc_allocator (a pool) are not. Specialise it to false for an empty
+// allocator whose instances differ (one that keys global state on its address).
+template <class A>
+inline constexpr bool is_stateless_allocator = std::is_empty_v<A> && std::is_default_constructible_v<A>;
+
 constexpr bool is_power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
 
 // The check every allocator makes first: "bfc: alignment 48 is not a power of two".

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device policies and their allocators: basic_cpu and basic_thread_pool over a BFC pool, a tracking
+// allocator and allocators written here run the kernels of cpu and thread_pool (one family each) and
+// give their results; allocation failures come back from call with a message; tensors keep a
+// stateful allocator alive after the policy is gone; sessions, static and runtime, run on them.
+#include "support.hpp"
+
+#include <typeflow/memory/bfc_allocator.hpp>
+#include <typeflow/memory/cpu_allocator.hpp>
+#include <typeflow/memory/device_memory.hpp>
+#include <typeflow/memory/heap_allocator.hpp>
+#include <typeflow/memory/tracking_allocator.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace tf = typeflow;
+using namespace tf::literals;
+
+namespace {
+
+using host_bfc = tf::bfc_allocator<tf::host_sub_allocator>;
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+
+// What a user might write: blocks from the C heap, every live block in a map, counts in the stats,
+// and a record of its own destruction (the lifetime tests read it after the policy is gone).
+struct allocator_log {
+  bool destroyed = false;
+  std::size_t bytes_in_use_when_destroyed = 0;
+  std::size_t allocations = 0;
+};
+class logging_allocator {
+ public:
+  static constexpr std::string_view name = "logging";
+  explicit logging_allocator(allocator_log* log = nullptr) : log_(log) {}
+  logging_allocator(const logging_allocator&) = delete;
+  logging_allocator& operator=(const logging_allocator&) = delete;
+  ~logging_allocator() {
+    for (auto& [p, n] : live_) std::free(p);
+    if (log_ != nullptr) {
+      log_->destroyed = true;
+      log_->bytes_in_use_when_destroyed = in_use_;
+    }
+  }
+
+  tf::result<void*> allocate(std::size_t bytes, std::size_t alignment) {
+    if (auto st = tf::check_alignment(name, alignment); !st.ok()) return st;
+    void* p = std::aligned_alloc(alignment, (bytes + alignment) / alignment * alignment);
+    if (p == nullptr) return tf::errors::resource_exhausted(name, ": out of memory");
+    std::lock_guard lock(mu_);
+    live_[p] = bytes;
+    in_use_ += bytes;
+    ++allocations_;
+    if (log_ != nullptr) ++log_->allocations;
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) {
+    if (p == nullptr) return;
+    std::lock_guard lock(mu_);
+    auto it = live_.find(p);
+    REQUIRE(it != live_.end());
+    REQUIRE(it->second == bytes);
+    in_use_ -= bytes;
+    live_.erase(it);
+    std::free(p);
+  }
+  tf::allocator_stats stats() const {
+    std::lock_guard lock(mu_);
+    tf::allocator_stats s;
+    s.bytes_in_use = in_use_;
+    s.num_allocs = allocations_;
+    return s;
+  }
+
+ private:
+  allocator_log* log_;
+  mutable std::mutex mu_;
+  std::unordered_map<void*, std::size_t> live_;
+  std::size_t in_use_ = 0;
+  std::size_t allocations_ = 0;
+};
+
+// A stateless user allocator: interchangeable instances, so a policy needs no owner for it.
+struct malloc_allocator {
+  static constexpr std::string_view name = "malloc";
+  static tf::result<void*> allocate(std::size_t bytes, std::size_t alignment) {
+    if (auto st = tf::check_alignment(name, alignment); !st.ok()) return st;
+    return std::aligned_alloc(alignment, (bytes + alignment) / alignment * alignment);
+  }
+  static void deallocate(void* p, std::size_t) { std::free(p); }
+  static tf::allocator_stats stats() { return {}; }
+};
+
+using bfc_cpu = tf::basic_cpu<host_bfc>;
+using tracking_cpu = tf::basic_cpu<tf::tracking_allocator<tf::cpu_allocator>>;
+using logging_cpu = tf::basic_cpu<logging_allocator>;
+using malloc_cpu = tf::basic_cpu<malloc_allocator>;
+using bfc_pool = tf::basic_thread_pool<host_bfc>;
+
+// A fresh policy of each kind (the allocator types differ in how they are built).
+template <class D>
+std::unique_ptr<D> make_policy() {
+  if constexpr (std::is_same_v<D, bfc_cpu>) return std::make_unique<D>(std::in_place, tf::bfc_options{.memory_limit = 64 * MiB});
+  else if constexpr (std::is_same_v<D, tracking_cpu>) return std::make_unique<D>(std::in_place, std::in_place);
+  else if constexpr (std::is_same_v<D, bfc_pool>) return std::make_unique<D>(2, std::in_place, tf::bfc_options{.memory_limit = 64 * MiB});
+  else return std::make_unique<D>();
+}
+
+// The policy of D's family with the default allocator, whose results D must reproduce.
+template <class D>
+std::unique_ptr<tf::device_family_t<D>> make_reference() {
+  if constexpr (std::is_same_v<tf::device_family_t<D>, tf::thread_pool>) return std::make_unique<tf::thread_pool>(2);
+  else return std::make_unique<tf::cpu>();
+}
+
+using pooled_policies = std::tuple<bfc_cpu, tracking_cpu, logging_cpu, malloc_cpu, bfc_pool>;
+
+// The calls each policy runs, on fixed random inputs; f32 throughout.
+std::vector<tf::tensor> run_kernels(auto& device) {
+  const tf::tensor a = tf::test::random_tensor<float>(tf::shape{33, 17}, 1);
+  const tf::tensor b = tf::test::random_tensor<float>(tf::shape{17, 9}, 2);
+  const tf::tensor row = tf::test::random_tensor<float>(tf::shape{9}, 3);
+  const tf::tensor images = tf::test::random_tensor<float>(tf::shape{2, 9, 9, 3}, 4);
+  const tf::tensor filter = tf::test::random_tensor<float>(tf::shape{3, 3, 3, 5}, 5);
+  std::vector<tf::tensor> out;
+  const auto keep = [&](tf::result<tf::tensor> r) {
+    INFO("status: " << r.status().to_string());
+    REQUIRE(r.ok());
+    out.push_back(*r);
+    return *r;
+  };
+  const tf::tensor m = keep(tf::call<float>(device, tf::ops::matmul{}, a, b));      // [33, 17] x [17, 9] -> [33, 9]
+  const tf::tensor s = keep(tf::call<float>(device, tf::ops::add{}, m, row));       // + [9], broadcast
+  const tf::tensor r = keep(tf::call<float>(device, tf::ops::relu{}, s));
+  keep(tf::call<float>(device, tf::ops::softmax{}, r));
+  keep(tf::call<float>(device, tf::ops::reduce_sum{}, r));
+  keep(tf::call<float>(device, tf::ops::conv2d{}, images, filter));                 // -> [2, 7, 7, 5]
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("policies name their allocator and belong to a family", "[device][concept]") {
+  STATIC_REQUIRE(tf::device_policy<tf::cpu>);
+  STATIC_REQUIRE(tf::device_policy<tf::thread_pool>);
+  STATIC_REQUIRE(tf::device_policy<bfc_cpu>);
+  STATIC_REQUIRE(tf::device_policy<tracking_cpu>);
+  STATIC_REQUIRE(tf::device_policy<logging_cpu>);
+  STATIC_REQUIRE(tf::device_policy<bfc_pool>);
+  STATIC_REQUIRE_FALSE(tf::device_policy<Eigen::DefaultDevice>);
+  STATIC_REQUIRE(std::is_same_v<tf::cpu::allocator_type, tf::heap_allocator>);
+  STATIC_REQUIRE(std::is_same_v<bfc_cpu::allocator_type, host_bfc>);
+
+  STATIC_REQUIRE(std::is_same_v<tf::device_family_t<bfc_cpu>, tf::cpu>);
+  STATIC_REQUIRE(std::is_same_v<tf::device_family_t<tf::cpu>, tf::cpu>);
+  STATIC_REQUIRE(std::is_same_v<tf::device_family_t<bfc_pool>, tf::thread_pool>);
+  STATIC_REQUIRE(std::is_same_v<tf::device_family_t<Eigen::DefaultDevice>, Eigen::DefaultDevice>);
+  // A kernel family for cpu serves every basic_cpu; one for a single policy serves that one alone.
+  STATIC_REQUIRE(tf::devices<tf::cpu>::contains<bfc_cpu>);
+  STATIC_REQUIRE(tf::devices<tf::cpu, tf::thread_pool>::contains<bfc_pool>);
+  STATIC_REQUIRE_FALSE(tf::devices<tf::cpu>::contains<bfc_pool>);
+  STATIC_REQUIRE(tf::devices<bfc_cpu>::contains<bfc_cpu>);
+  STATIC_REQUIRE_FALSE(tf::devices<bfc_cpu>::contains<tf::cpu>);
+  STATIC_REQUIRE_FALSE(tf::devices<bfc_cpu>::contains<logging_cpu>);
+  STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::matmul, bfc_cpu, float>);
+  STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::conv2d, bfc_pool, double>);
+  STATIC_REQUIRE_FALSE(tf::default_registry::has_kernel<tf::ops::exp, bfc_cpu, bool>);
+
+  // Stateless allocators need no owner; the others are shared by the policy and its buffers.
+  STATIC_REQUIRE(tf::is_stateless_allocator<tf::heap_allocator>);
+  STATIC_REQUIRE(tf::is_stateless_allocator<malloc_allocator>);
+  STATIC_REQUIRE_FALSE(tf::is_stateless_allocator<tf::cpu_allocator>);
+  STATIC_REQUIRE_FALSE(tf::is_stateless_allocator<host_bfc>);
+  STATIC_REQUIRE(sizeof(tf::cpu) == sizeof(tf::basic_cpu<malloc_allocator>));
+  STATIC_REQUIRE(sizeof(tf::device_memory<tf::heap_allocator>) == 1);
+}
+
+TEMPLATE_LIST_TEST_CASE("a policy over any allocator runs its family's kernels with the same results",
+                        "[device][kernels]", pooled_policies) {
+  auto device = make_policy<TestType>();
+  auto reference = make_reference<TestType>();
+  const auto got = run_kernels(*device);
+  const auto expected = run_kernels(*reference);
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("call " << i);
+    CHECK(got[i].owns_buffer());
+    CHECK(reinterpret_cast<std::uintptr_t>(got[i].data()) % tf::default_alignment == 0);
+    // The same kernel on the same inputs: bitwise equal.
+    REQUIRE(got[i].spec() == expected[i].spec());
+    CHECK(std::memcmp(got[i].data(), expected[i].data(), got[i].bytes()) == 0);
+  }
+  if constexpr (!tf::is_stateless_allocator<typename TestType::allocator_type>) {
+    CHECK(device->allocator().stats().num_allocs == got.size());
+    CHECK(device->memory().owners() == 1 + static_cast<long>(got.size()));
+  }
+}
+
+TEST_CASE("a BFC policy's stats show its tensors' bytes", "[device][bfc]") {
+  bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 16 * MiB, .initial_region_bytes = 1 * MiB});
+  {
+    const auto tensors = run_kernels(device);
+    std::size_t chunk_bytes = 0;
+    for (const auto& t : tensors) {
+      CHECK(*device.allocator().requested_size(t.data()) == t.bytes());
+      chunk_bytes += *device.allocator().allocated_size(t.data());
+    }
+    const auto s = device.allocator().stats();
+    CHECK(s.num_allocs == tensors.size());
+    CHECK(s.bytes_in_use == chunk_bytes);
+    CHECK(s.bytes_reserved == 1 * MiB);
+    const auto ok = device.allocator().check_invariants();
+    INFO(ok.to_string());
+    CHECK(ok.ok());
+  }
+  CHECK(device.allocator().stats().bytes_in_use == 0);
+  CHECK(device.memory().owners() == 1);
+}
+
+TEST_CASE("a full allocator makes call return resource_exhausted, naming what and where", "[device][bfc][limit]") {
+  bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 64 * KiB});
+  const tf::tensor a = tf::test::random_tensor<float>(tf::shape{256, 16}, 1);
+  const tf::tensor b = tf::test::random_tensor<float>(tf::shape{16, 256}, 2);
+  // [256, 16] x [16, 256] -> [256, 256]: 256 KiB under a limit of 64 KiB.
+  const auto y = tf::call<float>(device, tf::ops::matmul{}, a, b);
+  tf::test::require_error(y, tf::status_code::resource_exhausted,
+                          "cannot allocate f32[256, 256] (262144 bytes) on /job:localhost/replica:0/task:0/device:CPU:0: bfc: ");
+  tf::test::require_error(y, tf::status_code::resource_exhausted, "bytes_limit=65536");
+  // Smaller outputs still fit: the failure left the pool as it was.
+  const auto small = tf::call<float>(device, tf::ops::matmul{}, tf::test::random_tensor<float>(tf::shape{4, 16}, 3), b);
+  REQUIRE(small.ok());
+  CHECK(device.allocator().stats().bytes_in_use == 4 * 256 * 4);
+
+  // A run-time shape that the allocator cannot hold fails the same way through device.allocate.
+  tf::test::require_error(device.allocate(tf::dtype::f64, tf::shape{1024, 1024}), tf::status_code::resource_exhausted,
+                          "cannot allocate f64[1024, 1024] (8388608 bytes)");
+  // A shape that is no tensor's is refused before the allocator is asked.
+  tf::test::require_error(device.allocate(tf::dtype::f32, tf::shape{-1, 4}), tf::status_code::invalid_argument,
+                          "a dimension is unknown");
+  CHECK(device.allocator().stats().num_allocs == 1);
+
+}
+
+TEST_CASE("a tracking policy records each step's allocations", "[device][tracking]") {
+  tracking_cpu device(std::in_place, std::in_place);
+  device.allocator().reset_step();
+  std::size_t bytes = 0;
+  {
+    const auto tensors = run_kernels(device);
+    for (const auto& t : tensors) bytes += t.bytes();
+    const auto step = device.allocator().step_record();
+    CHECK(step.num_allocs == tensors.size());
+    CHECK(step.bytes_allocated == bytes);
+    CHECK(step.bytes_in_use == bytes);
+    CHECK(step.num_deallocs == 0);
+    CHECK(device.allocator().inner().stats().bytes_in_use == bytes);
+  }
+  const auto step = device.allocator().reset_step();
+  CHECK(step.bytes_deallocated == bytes);
+  CHECK(step.bytes_in_use == 0);
+  CHECK(step.peak_bytes_in_use == bytes);
+}
+
+TEST_CASE("tensors keep a stateful allocator alive after the policy is gone", "[device][lifetime]") {
+  SECTION("a user's allocator is destroyed after its last buffer, with nothing in use") {
+    allocator_log log;
+    tf::tensor kept;
+    {
+      logging_cpu device(std::in_place, &log);
+      const auto x = tf::tensor::from_values<float>({-1, 2, -3, 4}, tf::shape{2, 2});
+      auto y = tf::call<float>(device, tf::ops::relu{}, *x);
+      REQUIRE(y.ok());
+      kept = *y;
+      auto copy = device;  // copies of a policy share its allocator
+      auto z = tf::call<float>(copy, tf::ops::neg{}, *x);
+      REQUIRE(z.ok());
+      CHECK(device.allocator().stats().num_allocs == 2);
+      CHECK(device.memory().owners() == 4);  // device, copy, y's and z's buffers
+    }
+    CHECK_FALSE(log.destroyed);
+    CHECK(log.allocations == 2);
+    CHECK(std::vector<float>(kept.unchecked_values<float>().begin(), kept.unchecked_values<float>().end()) ==
+          std::vector<float>{0, 2, 0, 4});
+    tf::tensor shared = kept;
+    kept = tf::tensor();
+    CHECK_FALSE(log.destroyed);
+    shared = tf::tensor();
+    CHECK(log.destroyed);
+    CHECK(log.bytes_in_use_when_destroyed == 0);
+  }
+  SECTION("a BFC pool outlives its policy and a static session fetched from it") {
+    constexpr auto x = tf::input<"x", float, tf::static_shape<4, 8>>;
+    constexpr auto y = tf::sigmoid(x * 2.0_c) + x;
+    tf::tensor kept;
+    const tf::tensor in = tf::test::random_tensor<float>(tf::shape{4, 8}, 9);
+    {
+      bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 1 * MiB});
+      tf::session s(tf::graph(y), device);
+      auto r = s.run(tf::feed(x, in), tf::fetch(y));
+      REQUIRE(r.ok());
+      kept = std::get<0>(*r);
+      CHECK(device.allocator().stats().bytes_in_use > 0);
+    }
+    tf::cpu cpu;
+    tf::session s(tf::graph(y), cpu);
+    auto expected = s.run(tf::feed(x, in), tf::fetch(y));
+    REQUIRE(expected.ok());
+    const tf::tensor& e = std::get<0>(*expected);
+    REQUIRE(kept.spec() == e.spec());
+    CHECK(std::memcmp(kept.data(), e.data(), e.bytes()) == 0);
+  }
+}
+
+TEST_CASE("threads allocating from one policy share its allocator and its count of owners", "[device][threads]") {
+  bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 64 * MiB, .initial_region_bytes = 1 * MiB});
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<tf::tensor> live;
+      for (int i = 0; i < 500; ++i) {
+        auto made = device.allocate(tf::dtype::f32, tf::shape{1 + (i * 7 + t) % 300});
+        if (!made.ok()) ++failures;
+        else live.push_back(*made);
+        if (live.size() > 8) live.erase(live.begin() + (i % 8));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+  CHECK(device.memory().owners() == 1);
+  CHECK(device.allocator().stats().bytes_in_use == 0);
+  CHECK(device.allocator().stats().num_allocs == 2000);
+  CHECK(device.allocator().check_invariants().ok());
+}
+
+TEST_CASE("static and runtime sessions run on a BFC policy", "[device][session]") {
+  bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 8 * MiB, .initial_region_bytes = 1 * MiB});
+  tf::cpu cpu;
+  SECTION("static session") {
+    constexpr auto x = tf::input<"x", float, tf::static_shape<tf::dyn, 16>>;
+    constexpr auto w = tf::variable<"w", float, tf::static_shape<16, 8>>;
+    constexpr auto y = tf::softmax(tf::relu(tf::matmul(x, w)) * 0.5_c);
+    const tf::tensor w0 = tf::test::random_tensor<float>(tf::shape{16, 8}, 3);
+    const tf::tensor in = tf::test::random_tensor<float>(tf::shape{5, 16}, 4);
+    tf::session pooled(tf::graph(y), device);
+    tf::session plain(tf::graph(y), cpu);
+    REQUIRE(pooled.initialize(w, w0).ok());
+    REQUIRE(plain.initialize(w, w0).ok());
+    for (int run = 0; run < 3; ++run) {
+      auto a = pooled.run(tf::feed(x, in), tf::fetch(y));
+      auto b = plain.run(tf::feed(x, in), tf::fetch(y));
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      const tf::tensor& ta = std::get<0>(*a);
+      const tf::tensor& tb = std::get<0>(*b);
+      REQUIRE(ta.spec() == tb.spec());
+      CHECK(std::memcmp(ta.data(), tb.data(), tb.bytes()) == 0);
+      CHECK(device.allocator().requested_size(ta.data()).ok());  // the fetched output is the pool's
+    }
+    CHECK(device.allocator().stats().bytes_in_use > 0);  // the arena and the fetched output, kept for the next run
+  }
+  SECTION("runtime session") {
+    // Only the kernel lists the graph uses, to keep this translation unit's dispatch tables small.
+    using registry = tf::registry<tf::cpu_kernels::linalg_kernels, tf::cpu_kernels::binary_kernels>;
+    constexpr std::string_view text = R"(
+x  = placeholder() dtype=f32 shape=shape[?, 4]
+w1 = const() dtype=f32 shape=shape[4, 3] value=[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2]
+b1 = const() dtype=f32 shape=shape[3] value=0.5
+h  = matmul(x, w1)
+hb = add(h, b1)
+a  = maximum(hb, b1)
+y  = mul(a, hb)
+)";
+    const auto run_on = [&](auto& policy) {
+      using policy_type = std::remove_cvref_t<decltype(policy)>;
+      using graph = tf::runtime_graph<policy_type, registry>;
+      auto def = tf::parse_graph(text);
+      REQUIRE(def.ok());
+      auto g = graph::make(std::move(*def));
+      INFO(g.status().to_string());
+      REQUIRE(g.ok());
+      tf::runtime_session<policy_type, registry> s(std::make_shared<const graph>(std::move(*g)), policy, 2);
+      auto out = s.run({{"x", tf::test::random_tensor<float>(tf::shape{6, 4}, 7)}}, {"y:0", "a:0"});
+      INFO(out.status().to_string());
+      REQUIRE(out.ok());
+      return *out;
+    };
+    const auto got = run_on(device);
+    CHECK(device.allocator().stats().num_allocs >= 2);
+    CHECK(device.allocator().requested_size(got[0].data()).ok());
+    const auto expected = run_on(cpu);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i].spec() == expected[i].spec());
+      CHECK(std::memcmp(got[i].data(), expected[i].data(), got[i].bytes()) == 0);
+    }
+  }
+  const auto st = device.allocator().check_invariants();
+  INFO(st.to_string());
+  CHECK(st.ok());
+}
