@@ -166,7 +166,7 @@ void bench_parallel(tf::bench::harness& h, const std::string& name) {
       start.try_put(tbb::flow::continue_msg());
       fg.wait_for_all();
     });
-    const float want = values[graph::size - 1].unchecked_values<float>()[0];
+    const float want = values[graph::size - 1].template unchecked_values<float>()[0];
     if (!r.ok() || std::abs(std::get<0>(*r)[0] - want) > 1e-3f * std::abs(want))
       std::printf("!! %s: the parallel session disagrees with the flow graph\n", name.c_str());
     h.compare(name + ", parallel " + std::to_string(threads) + "t (" + std::to_string(ops) + " ops)", "oneTBB flow graph",

@@ -127,6 +127,9 @@ class runtime_executor {
         e->nodes_.push_back(std::move(n));
       }
     std::vector<std::vector<std::uint32_t>> successors(e->nodes_.size());
+    // The prologue: fed nodes and constants without control inputs, whose outputs a parallel step
+    // sets on the calling thread before it starts (their edges cost no atomic operation).
+    std::vector<bool> prologue(e->nodes_.size(), false);
     e->expensive_ = std::make_unique<bool[]>(e->nodes_.size());
     for (std::size_t k = 0; k < e->nodes_.size(); ++k) {
       node& n = e->nodes_[k];
@@ -142,12 +145,22 @@ class runtime_executor {
         n.spec_known = it.kind == runtime_node_kind::op && it.spec.dims.is_fully_defined() &&
                        std::all_of(it.inputs.begin(), it.inputs.end(), [&](std::size_t j) { return g[j].spec.dims.is_fully_defined(); });
         for (std::size_t j : it.inputs) ++e->nodes_[local[j]].data_consumers;
-        pending = static_cast<std::uint32_t>(it.inputs.size() + it.control.size());
-        for (std::size_t j : it.inputs) successors[local[j]].push_back(static_cast<std::uint32_t>(k));
-        for (std::size_t j : it.control) successors[local[j]].push_back(static_cast<std::uint32_t>(k));
+        // Edges from the prologue are met before the step starts: they are not counted.
+        for (std::size_t j : it.inputs)
+          if (!prologue[local[j]]) {
+            successors[local[j]].push_back(static_cast<std::uint32_t>(k));
+            ++pending;
+          }
+        for (std::size_t j : it.control)
+          if (!prologue[local[j]]) {
+            successors[local[j]].push_back(static_cast<std::uint32_t>(k));
+            ++pending;
+          }
       }
+      prologue[k] = n.feed != npos || (it.kind == runtime_node_kind::constant && it.control.empty());
       e->pending_.push_back(pending);
-      if (pending == 0) e->roots_.push_back(static_cast<std::uint32_t>(k));
+      if (prologue[k]) e->prologue_.push_back(static_cast<std::uint32_t>(k));
+      else if (pending == 0) e->roots_.push_back(static_cast<std::uint32_t>(k));
     }
     e->successor_begin_.push_back(0);
     for (const auto& list : successors) {
@@ -183,6 +196,11 @@ class runtime_executor {
   status run_parallel(Device& device, Eigen::ThreadPoolInterface& pool, const runtime_step& step,
                       std::vector<tensor>& outputs) const {
     run_state s(*this, step);
+    for (std::uint32_t k : prologue_) {
+      status st;
+      start_node(device, s, k, st, nullptr);  // a feed or a constant: never asynchronous
+      if (!st.ok()) return st;
+    }
     parallel_body body{*this, device, s};
     detail::parallel_step<parallel_body> p(dag_, body, pool, std::span(s.pending.get(), nodes_.size()));
     if (auto st = p.run(); !st.ok()) return st;
@@ -374,7 +392,8 @@ class runtime_executor {
   std::vector<std::uint32_t> successor_begin_;
   std::vector<std::uint32_t> successors_;
   std::vector<std::uint32_t> pending_;
-  std::vector<std::uint32_t> roots_;
+  std::vector<std::uint32_t> roots_;     // without the prologue
+  std::vector<std::uint32_t> prologue_;
   std::unique_ptr<bool[]> expensive_;
   detail::step_dag dag_;
 };

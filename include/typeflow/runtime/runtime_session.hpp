@@ -8,7 +8,8 @@
 // - Feeds may replace the output of any node, not only placeholders; a fed tensor's dtype must be
 //   the node's and its shape must match the node's inferred shape (dyn takes any size).
 // - run may be called from many threads at once.
-// - inter_op_threads > 0: the parallel executor on an Eigen ThreadPool of that many threads;
+// - inter_op_threads > 0: the parallel executor on an Eigen ThreadPool of that many threads,
+//   which run the expensive nodes (the calling thread runs cheap ones as it makes them ready);
 //   0: the sequential executor on the calling thread.
 // - close() cancels the steps in flight and waits for them; runs after it are cancelled.
 #pragma once

@@ -6,7 +6,8 @@
 // step, no virtual kernel, no std::function).
 //  - Edges: a step waits for the steps whose nodes it reads (a fused group reads its leaves), and
 //    steps that read or assign one variable keep their order in the plan, so a parallel run
-//    computes what the sequential one does.
+//    computes what the sequential one does. Input and constant steps are a prologue that the
+//    calling thread runs first; edges from them are not counted.
 //  - Memory: every intermediate keeps a buffer of its own in the state, reused from run to run
 //    while its shape holds (no heap allocation per step once sized). The arena of the sequential
 //    executor's memory plan assumes the sequential order of steps and is not used here.
@@ -45,6 +46,11 @@ class static_parallel_executor {
 
   // Runs one step on `pool` and the calling thread; the first error, or ok.
   static status run(Device& device, Eigen::ThreadPoolInterface& pool, state& s, const static_environment& env) {
+    for (std::size_t i = 0; i < arrays.num_prologue; ++i) {
+      status st;
+      table[arrays.prologue_steps[i]](device, s, env, st, detail::step_completion{});  // never asynchronous
+      if (!st.ok()) return st;
+    }
     std::array<std::atomic<std::uint32_t>, num_steps> pending;
     body b{device, s, env};
     detail::parallel_step<body> step(dag, b, pool, std::span(pending));
@@ -63,11 +69,23 @@ class static_parallel_executor {
     return std::array<std::size_t, num_steps>{variable_of<Plan::steps[Ks]>()...};
   }(std::make_index_sequence<num_steps>{});
 
-  // Calls f(a, b) for every edge from step a to step b, b in increasing order.
+  // The prologue: input and constant steps, which the calling thread runs before the others
+  // start, so edges from them are not counted (no atomic operation per edge).
+  static constexpr std::array<bool, num_steps> prologue = [] {
+    std::array<bool, num_steps> p{};
+    for (std::size_t k = 0; k < num_steps; ++k)
+      p[k] = graph::kinds[Plan::steps[k]] == node_kind::input || graph::kinds[Plan::steps[k]] == node_kind::constant;
+    return p;
+  }();
+
+  // Calls f(a, b) for every edge from step a to step b that is not from the prologue, b in
+  // increasing order.
   template <class F>
   static constexpr void for_each_edge(F&& f) {
     for (std::size_t b = 0; b < num_steps; ++b) {
-      reads::for_each_read(Plan::steps[b], [&](std::size_t q) { f(reads::step_of[q], b); });
+      reads::for_each_read(Plan::steps[b], [&](std::size_t q) {
+        if (!prologue[reads::step_of[q]]) f(reads::step_of[q], b);
+      });
       if (variable_of_step[b] == graph::size) continue;
       for (std::size_t a = b; a-- > 0;)  // the previous step touching the same variable
         if (variable_of_step[a] == variable_of_step[b]) {
@@ -87,8 +105,10 @@ class static_parallel_executor {
     std::array<std::uint32_t, num_steps + 1> successor_begin{};
     std::array<std::uint32_t, num_edges + 1> successors{};  // + 1: never a zero-sized array
     std::array<std::uint32_t, num_steps> pending{};
-    std::array<std::uint32_t, num_steps> roots{};
+    std::array<std::uint32_t, num_steps> roots{};  // without the prologue
     std::size_t num_roots = 0;
+    std::array<std::uint32_t, num_steps> prologue_steps{};
+    std::size_t num_prologue = 0;
     std::array<bool, num_steps> expensive{};
   };
   static constexpr dag_arrays arrays = [] {
@@ -103,8 +123,10 @@ class static_parallel_executor {
     for_each_edge([&](std::size_t a, std::size_t b) {
       d.successors[d.successor_begin[a] + fill[a]++] = static_cast<std::uint32_t>(b);
     });
-    for (std::size_t k = 0; k < num_steps; ++k)
-      if (d.pending[k] == 0) d.roots[d.num_roots++] = static_cast<std::uint32_t>(k);
+    for (std::size_t k = 0; k < num_steps; ++k) {
+      if (prologue[k]) d.prologue_steps[d.num_prologue++] = static_cast<std::uint32_t>(k);
+      else if (d.pending[k] == 0) d.roots[d.num_roots++] = static_cast<std::uint32_t>(k);
+    }
     d.expensive = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
       return std::array<bool, num_steps>{steps::template expensive<Ks>()...};
     }(std::make_index_sequence<num_steps>{});
