@@ -33,8 +33,10 @@
 #include <typeflow/memory/arena_plan.hpp>
 #include <typeflow/memory/bfc_allocator.hpp>
 #include <typeflow/memory/cpu_allocator.hpp>
+#include <typeflow/memory/device_memory.hpp>
 #include <typeflow/memory/fallback_allocator.hpp>
 #include <typeflow/memory/guard_allocator.hpp>
+#include <typeflow/memory/heap_allocator.hpp>
 #include <typeflow/memory/sub_allocator.hpp>
 #include <typeflow/memory/tracking_allocator.hpp>
 #include <typeflow/ops/array.hpp>

@@ -409,3 +409,38 @@ y  = mul(a, hb)
   INFO(st.to_string());
   CHECK(st.ok());
 }
+
+TEST_CASE("a tracking policy's step memory reaches run_metadata", "[device][tracking][runtime]") {
+  using registry = tf::registry<tf::cpu_kernels::binary_kernels, tf::cpu_kernels::unary_kernels>;
+  using graph = tf::runtime_graph<tracking_cpu, registry>;
+  // Three outputs of [4, 8] floats (128 bytes each); y writes over e, its only reader's input.
+  auto def = tf::parse_graph(R"(
+x = placeholder() dtype=f32 shape=shape[4, 8]
+e = exp(x)
+n = neg(x)
+y = add(e, n)
+)");
+  REQUIRE(def.ok());
+  auto g = graph::make(std::move(*def));
+  REQUIRE(g.ok());
+  tracking_cpu device(std::in_place, std::in_place);
+  const auto shared = std::make_shared<const graph>(std::move(*g));
+  for (int threads : {0, 2}) {
+    tf::runtime_session<tracking_cpu, registry> s(shared, device, threads);
+    tf::run_options options;
+    options.trace = tf::trace_level::full;
+    for (int run = 0; run < 3; ++run) {
+      tf::run_metadata metadata;
+      auto out = s.run({{"x", tf::test::random_tensor<float>(tf::shape{4, 8}, 3)}}, {"y"}, {}, options, &metadata);
+      REQUIRE(out.ok());
+      REQUIRE(metadata.memory.has_value());
+      CHECK(metadata.memory->num_allocs == 2);  // e and n; y took e's buffer
+      CHECK(metadata.memory->bytes_allocated == 2 * 128);
+      CHECK(metadata.memory->num_deallocs == 1);  // n, after y; e's buffer leaves as the output
+      CHECK(metadata.memory->peak_bytes_in_use >= 2 * 128);
+    }
+    tf::run_metadata untraced;
+    REQUIRE(s.run({{"x", tf::test::random_tensor<float>(tf::shape{4, 8}, 3)}}, {"y"}, {}, {}, &untraced).ok());
+    CHECK(!untraced.memory.has_value());
+  }
+}

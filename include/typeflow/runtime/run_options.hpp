@@ -6,7 +6,8 @@
 //  - cancellation: a shared flag; cancel() from any thread stops the steps watching it at their
 //    next node (a kernel already running finishes first);
 //  - run_metadata: one node_stats per node that ran, exportable as Chrome trace JSON (Perfetto,
-//    chrome://tracing).
+//    chrome://tracing), and, when the device policy's allocator is a tracking_allocator, what the
+//    step allocated (TensorFlow's per-step memory stats).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -15,12 +16,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/memory/tracking_allocator.hpp>
 
 namespace typeflow {
 
@@ -56,6 +59,9 @@ struct node_stats {
 
 struct run_metadata {
   std::vector<node_stats> steps;
+  // Bytes and allocations through the policy's tracking_allocator during the step (set only for
+  // such a policy). Steps that run at the same time on one policy count each other's too.
+  std::optional<step_memory_record> memory;
 
   // {"traceEvents": [{"name": ..., "ph": "X", "ts": µs, "dur": µs, "pid": 0, "tid": ..., "args": {...}}]}
   std::string to_chrome_trace() const {

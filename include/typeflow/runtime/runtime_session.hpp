@@ -81,7 +81,13 @@ class runtime_session {
                       options.trace == trace_level::full ? metadata : nullptr};
     if (options.timeout.count() > 0) step.deadline = std::chrono::steady_clock::now() + options.timeout;
     std::vector<tensor> outputs;
+    // A policy whose allocator tracks steps (tracking_allocator) reports this step's memory.
+    constexpr bool tracks_steps = requires(Device& d) { d.allocator().reset_step(); };
+    if constexpr (tracks_steps)
+      if (step.metadata) device_->allocator().reset_step();
     status st = pool_ ? (*exec)->run_parallel(*device_, *pool_, step, outputs) : (*exec)->run_sequential(*device_, step, outputs);
+    if constexpr (tracks_steps)
+      if (step.metadata) step.metadata->memory = device_->allocator().step_record();
     if (!st.ok()) return st;
     return outputs;
   }
