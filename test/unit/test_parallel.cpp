@@ -183,7 +183,7 @@ TEMPLATE_TEST_CASE("static parallel executor: 1, 2 and 4 threads give the sequen
   TestType device;
   tf::session sequential(tf::graph(y), device);
   initialize_weights(sequential);
-  for (int threads : {1, 2, 4}) {
+  for (int threads : {0, 1, 2, 4}) {  // 0: one pool thread, as documented
     tf::session parallel(tf::graph(y), device, tf::parallel{threads});
     initialize_weights(parallel);
     for (std::int64_t rows : {1, 3, 17}) {

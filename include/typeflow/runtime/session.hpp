@@ -86,7 +86,9 @@ template <class E>
 inline constexpr bool is_fetch<fetch_handle<E>> = true;
 }  // namespace detail
 
-// How many inter-op threads a parallel session's pool has (at least 1).
+// How many inter-op threads a parallel session's pool has; fewer than 1 means 1 (a parallel
+// session always has a pool, unlike runtime_session, where 0 threads selects the sequential
+// executor).
 struct parallel {
   int threads = 2;
 };
