@@ -30,6 +30,7 @@ enum class status_code : std::uint8_t {
   unimplemented,
   internal,
   unavailable,
+  aborted,
 };
 
 constexpr std::string_view to_string(status_code c) noexcept {
@@ -46,6 +47,7 @@ constexpr std::string_view to_string(status_code c) noexcept {
     case status_code::unimplemented: return "unimplemented";
     case status_code::internal: return "internal";
     case status_code::unavailable: return "unavailable";
+    case status_code::aborted: return "aborted";
   }
   return "unknown";
 }
@@ -110,6 +112,7 @@ TYPEFLOW_DEFINE_ERROR(cancelled)
 TYPEFLOW_DEFINE_ERROR(unimplemented)
 TYPEFLOW_DEFINE_ERROR(internal)
 TYPEFLOW_DEFINE_ERROR(unavailable)
+TYPEFLOW_DEFINE_ERROR(aborted)
 #undef TYPEFLOW_DEFINE_ERROR
 } // namespace errors
 

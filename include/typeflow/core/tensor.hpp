@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tensor: a dtype, a shape and a reference-counted buffer (or borrowed memory). Copies share the
 // buffer, as TensorFlow's Tensor does. Typed access is checked and returns a status on misuse.
+// Every tensor knows the memory space its data lives in (core/memory_space.hpp); the host accessors
+// (values, at, eigen, clone) refuse one the host cannot read, with failed_precondition.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -17,6 +19,7 @@
 #include <typeflow/core/buffer.hpp>
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/dtype.hpp>
+#include <typeflow/core/memory_space.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor_spec.hpp>
@@ -79,21 +82,25 @@ class tensor {
   // How storage becomes a tensor: checks that `s` can hold `type`, then takes the buffer that
   // make_buffer(bytes) -> result<buffer*> returns (a block, 64-byte aligned, adopted by a buffer that
   // knows how to give it back). make_buffer's status is returned as it is.
+  // `space` is where the buffer's memory lives.
   template <class MakeBuffer>
-  static result<tensor> allocate_from(MakeBuffer&& make_buffer, dtype type, const typeflow::shape& s) {
+  static result<tensor> allocate_from(MakeBuffer&& make_buffer, dtype type, const typeflow::shape& s,
+                                      memory_space space = memory_space::host()) {
     if (auto st = check_allocatable(type, s); !st.ok()) return st;
     const std::size_t bytes = static_cast<std::size_t>(s.num_elements()) * size_of(type);
     result<buffer*> b = make_buffer(bytes);
     if (!b.ok()) return std::move(b).take_status();
-    return tensor(buffer_ref(*b), (*b)->data(), type, s);
+    return tensor(buffer_ref(*b), (*b)->data(), type, s, space);
   }
 
   // Alignment that borrowed memory must have: kernels view tensors through Eigen::Aligned maps.
   static constexpr std::size_t borrow_alignment = 16;
 
   // A tensor over memory it does not own (an arena slot, a user's array). The memory must stay
-  // valid while the tensor or any copy of it is used, and be aligned to borrow_alignment.
-  static result<tensor> borrow(void* data, dtype type, const typeflow::shape& s) {
+  // valid while the tensor or any copy of it is used, and be aligned to borrow_alignment. `space`
+  // says where it lives (device memory: the host accessors will refuse it).
+  static result<tensor> borrow(void* data, dtype type, const typeflow::shape& s,
+                               memory_space space = memory_space::host()) {
     if (auto st = check_allocatable(type, s); !st.ok()) return st;
     if (data == nullptr && s.num_elements() != 0)
       return errors::invalid_argument("tensor::borrow: null data for shape ", s);
@@ -102,7 +109,7 @@ class tensor {
                                       "-byte aligned (address mod ", borrow_alignment, " = ",
                                       reinterpret_cast<std::uintptr_t>(data) % borrow_alignment,
                                       "); copy it into a tensor::allocate'd tensor instead");
-    return tensor(buffer_ref(), data, type, s);
+    return tensor(buffer_ref(), data, type, s, space);
   }
 
   // A tensor holding `values` in the given shape (a 1-D shape when none is given).
@@ -141,6 +148,14 @@ class tensor {
   typeflow::dtype dtype() const noexcept { return type_; }
   const typeflow::shape& shape() const noexcept { return shape_; }
   tensor_spec spec() const noexcept { return {type_, shape_}; }
+  // Where the data lives.
+  const memory_space& space() const noexcept { return space_; }
+  // ok when the host may read the data; failed_precondition naming the tensor and its space when not.
+  status check_host_access() const {
+    if (space_.host_accessible()) return ok_status();
+    return errors::failed_precondition("the tensor ", spec(), " is in ", space_,
+                                       ": the host cannot read it; copy it to the host first (tf::copy)");
+  }
   std::size_t rank() const noexcept { return shape_.rank(); }
   std::int64_t dim(std::size_t i) const noexcept { return shape_[i]; }
   std::int64_t num_elements() const noexcept { return shape_.num_elements(); }
@@ -154,7 +169,7 @@ class tensor {
 
   // A tensor over the same memory that does not keep it alive (no reference count is touched):
   // for passing tensors to kernels within the lifetime of the original.
-  tensor view() const noexcept { return tensor(buffer_ref(), data_, type_, shape_); }
+  tensor view() const noexcept { return tensor(buffer_ref(), data_, type_, shape_, space_); }
 
   // The same data under another shape with the same number of elements (no copy).
   result<tensor> reshaped(const typeflow::shape& s) const {
@@ -176,12 +191,14 @@ class tensor {
   template <element_type T>
   result<std::span<T>> values() const {
     if (auto st = check_type<T>(); !st.ok()) return st;
+    if (auto st = check_host_access(); !st.ok()) return st;
     return std::span<T>(static_cast<T*>(data_), static_cast<std::size_t>(num_elements()));
   }
   // Checked access to element i in flat, row-major order.
   template <element_type T>
   result<T> at(std::int64_t i) const {
     if (auto st = check_type<T>(); !st.ok()) return st;
+    if (auto st = check_host_access(); !st.ok()) return st;
     if (i < 0 || i >= num_elements())
       return errors::out_of_range("element ", i, " of a tensor of shape ", shape_, " (", num_elements(), " elements)");
     return static_cast<const T*>(data_)[i];
@@ -190,6 +207,7 @@ class tensor {
   template <element_type T, int Rank>
   result<eigen_tensor_map<T, Rank>> eigen() const {
     if (auto st = check_type<T>(); !st.ok()) return st;
+    if (auto st = check_host_access(); !st.ok()) return st;
     if (static_cast<int>(rank()) != Rank)
       return errors::invalid_argument("tensor of shape ", shape_, " has rank ", rank(), ", accessed with rank ", Rank);
     return unchecked_eigen<T, Rank>();
@@ -219,8 +237,9 @@ class tensor {
     return eigen_tensor_map<T, 2>(static_cast<T*>(data_), shape_.product(0, axis), shape_.product(axis, rank()));
   }
 
-  // A deep copy with its own buffer.
+  // A deep copy in host memory with its own buffer (device memory: tf::copy, device/copy.hpp).
   result<tensor> clone() const {
+    if (auto st = check_host_access(); !st.ok()) return st;
     auto t = allocate(type_, shape_);
     if (!t.ok()) return t;
     if (bytes() != 0) std::memcpy(t->data(), data_, bytes());
@@ -232,13 +251,15 @@ class tensor {
   void append_to(detail::text& out) const { spec().append_to(out); }
 
  private:
-  tensor(buffer_ref b, void* data, typeflow::dtype type, const typeflow::shape& s)
-      : buffer_(std::move(b)), data_(data), type_(type), shape_(s) {}
+  tensor(buffer_ref b, void* data, typeflow::dtype type, const typeflow::shape& s,
+         memory_space space = memory_space::host())
+      : buffer_(std::move(b)), data_(data), type_(type), shape_(s), space_(space) {}
 
   buffer_ref buffer_;
   void* data_ = nullptr;
   typeflow::dtype type_ = typeflow::dtype::f32;
   typeflow::shape shape_{};
+  memory_space space_{};
 };
 
 } // namespace typeflow

@@ -21,14 +21,17 @@ class typed_tensor {
  public:
   using value_type = T;
 
-  // A status when `t` does not hold T.
+  // A status when `t` does not hold T, or is in memory the host cannot read (its accessors are
+  // unchecked).
   static result<typed_tensor> from(tensor t) {
     if (auto st = t.check_type<T>(); !st.ok()) return st;
+    if (auto st = t.check_host_access(); !st.ok()) return st;
     return typed_tensor(std::move(t));
   }
-  // Precondition: t.dtype() == dtype_of<T> (asserted).
+  // Precondition: t.dtype() == dtype_of<T> and t is host-readable (asserted).
   static typed_tensor adopt(tensor t) {
     assert(t.dtype() == dtype_of<T>);
+    assert(t.space().host_accessible());
     return typed_tensor(std::move(t));
   }
 

@@ -13,6 +13,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/host_copies.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/memory/device_memory.hpp>
 #include <typeflow/memory/heap_allocator.hpp>
@@ -27,19 +28,23 @@ namespace typeflow {
 // Kernel scratch (GEMM packing blocks, im2col patches) comes from the thread's scratch cache
 // (device/scratch.hpp), not from the allocator: it never outlives a kernel call.
 template <class Allocator>
-class basic_cpu {
+class basic_cpu : public host_copies {
  public:
   using allocator_type = Allocator;
   using family_type = cpu;
 
   static constexpr std::string_view device_type = "CPU";
+  static constexpr int priority = 50;  // TensorFlow's CPU device
 
   basic_cpu() requires std::default_initializable<Allocator> = default;
   // The allocator built from `allocator_args`.
   template <class... Args>
   explicit basic_cpu(std::in_place_t, Args&&... allocator_args) : memory_(std::in_place, std::forward<Args>(allocator_args)...) {}
 
-  std::string_view name() const noexcept { return "/job:localhost/replica:0/task:0/device:CPU:0"; }
+  // "/job:localhost/replica:0/task:0/device:CPU:0"; a device_set gives each instance its ordinal.
+  std::string_view name() const noexcept { return identity_.name(); }
+  int ordinal() const noexcept { return identity_.ordinal(); }
+  void set_ordinal(int ordinal) { identity_.set_ordinal(ordinal); }
   int num_threads() const noexcept { return 1; }
 
   const Eigen::DefaultDevice& eigen() const noexcept { return eigen_; }
@@ -52,7 +57,7 @@ class basic_cpu {
   const Allocator& allocator() const noexcept { return memory_.allocator(); }
   const device_memory<Allocator>& memory() const noexcept { return memory_; }
 
-  result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name()); }
+  result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name(), space()); }
 
   // Runs f(first, last) over [0, n) on the calling thread; cost_per_unit (cycles) is ignored.
   template <class F>
@@ -64,6 +69,7 @@ class basic_cpu {
   Eigen::DefaultDevice eigen_;
   eigen_scratch_device scratch_;
   device_memory<Allocator> memory_;
+  device_identity identity_{device_type};
 };
 
 static_assert(device_policy<cpu>, "typeflow::cpu must satisfy typeflow::device_policy");

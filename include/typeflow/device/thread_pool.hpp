@@ -18,6 +18,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/host_copies.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/memory/device_memory.hpp>
 #include <typeflow/memory/heap_allocator.hpp>
@@ -31,7 +32,7 @@ namespace typeflow {
 //   tf::thread_pool device(4);
 //   tf::basic_thread_pool<tf::bfc_allocator<tf::host_sub_allocator>> pooled(4, std::in_place, tf::bfc_options{...});
 template <class Allocator>
-class basic_thread_pool {
+class basic_thread_pool : public host_copies {
  public:
   using allocator_type = Allocator;
   using family_type = thread_pool;
@@ -51,7 +52,11 @@ class basic_thread_pool {
   basic_thread_pool& operator=(const basic_thread_pool&) = delete;
 
   static constexpr std::string_view device_type = "CPU";
-  std::string_view name() const noexcept { return "/job:localhost/replica:0/task:0/device:CPU:0"; }
+  static constexpr int priority = 60;  // above basic_cpu: intra-op threads, as TensorFlow's ThreadPoolDevice
+  // "/job:localhost/replica:0/task:0/device:CPU:0"; a device_set gives each instance its ordinal.
+  std::string_view name() const noexcept { return identity_.name(); }
+  int ordinal() const noexcept { return identity_.ordinal(); }
+  void set_ordinal(int ordinal) { identity_.set_ordinal(ordinal); }
   int num_threads() const noexcept { return threads_; }
 
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }
@@ -63,7 +68,7 @@ class basic_thread_pool {
   const Allocator& allocator() const noexcept { return memory_.allocator(); }
   const device_memory<Allocator>& memory() const noexcept { return memory_; }
 
-  result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name()); }
+  result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name(), space()); }
 
   // Runs f(first, last) over blocks of [0, n), in parallel when the work is worth it.
   // cost_per_unit is the cost of one index in cycles; Eigen sizes the blocks from it.
@@ -82,6 +87,7 @@ class basic_thread_pool {
   std::unique_ptr<Eigen::ThreadPool> pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_;
   device_memory<Allocator> memory_;
+  device_identity identity_{device_type};
 };
 
 static_assert(device_policy<thread_pool>, "typeflow::thread_pool must satisfy typeflow::device_policy");

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runtime graphs: built from op *names* at run time (a file, a program), as TensorFlow's GraphDef.
-//   graph_def: node_defs with a name, an op name, typed attributes, data inputs "node" or
-//              "node:0", control inputs "^node", and a device string;
+// Runtime graphs: a graph_def (graph/graph_def.hpp) validated for one device policy type.
 //   runtime_graph<Device, Registry>: the validated graph, stored as a compact array of node items
 //              with inputs and consumers by index (TensorFlow's GraphView), a topological order, the
 //              inferred specs and each node's kernel from dispatch_table<Registry, Device>.
@@ -11,7 +9,8 @@
 // make() checks everything and returns invalid_argument naming the node: empty or duplicate
 // names, unknown op, bad attribute name, type or value, wrong arity, dangling input, bad port,
 // cycle, shape or dtype mismatch (the op's own inference), no kernel for (op, device, dtype),
-// a device that is not the policy's.
+// a device that is not the policy's. _send and _recv (key, and for _recv dtype and shape) are the
+// partitioner's; a graph that has them runs with a rendezvous (runtime/runtime_session.hpp).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -36,49 +35,31 @@
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/device/device_name.hpp>
 #include <typeflow/graph/attr_value.hpp>
+#include <typeflow/graph/graph_def.hpp>
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/dispatch_table.hpp>
 
 namespace typeflow {
 
-struct node_def {
-  std::string name;
-  std::string op;
-  std::vector<std::string> inputs;  // "x", "x:0" (data), "^x" (control)
-  attr_map attrs;
-  std::string device;               // "" for the policy's device
-  int line = 0;                     // its line in a text file (messages), 0 when built in code
-};
-
-struct graph_def {
-  std::vector<node_def> nodes;
-};
-
-enum class runtime_node_kind : unsigned char { placeholder, constant, op };
+// placeholder, const and the transfer nodes that partitioning adds (runtime/partition.hpp): _send
+// gives its input (or, with no data input, an empty signal) to the step's rendezvous under its key;
+// _recv takes it from there, asynchronously. Every other node is an op from the registry.
+enum class runtime_node_kind : unsigned char { placeholder, constant, op, send, recv };
 
 namespace detail {
 
-// "node 'h1' (line 4): " or "node 'h1': "
-inline std::string node_context(const node_def& n) {
-  detail::text t = detail::cat("node '", n.name, "'");
-  if (n.line > 0) detail::append(t, detail::cat(" (line ", n.line, ")"));
-  return t.str();
-}
-
-// Accepts "", "cpu", "CPU", "CPU:0", "/device:CPU:0", "/cpu:0" and
-// "/job:localhost/replica:0/task:0/device:CPU:0" for a policy of type `type` ("CPU").
-inline bool device_matches(std::string_view device, std::string_view type) {
-  if (device.empty()) return true;
-  constexpr std::string_view full_prefix = "/job:localhost/replica:0/task:0";
-  if (device.starts_with(full_prefix)) device.remove_prefix(full_prefix.size());
-  if (device.starts_with("/device:")) device.remove_prefix(8);
-  else if (device.starts_with("/")) device.remove_prefix(1);
-  if (device.size() < type.size()) return false;
-  for (std::size_t i = 0; i < type.size(); ++i)
-    if (std::toupper(static_cast<unsigned char>(device[i])) != type[i]) return false;
-  device.remove_prefix(type.size());
-  return device.empty() || device == ":0";
+// Whether a node's device string can name the policy type `type` running alone (ordinal 0).
+inline status check_single_device(const node_def& d, std::string_view type) {
+  if (d.device.empty()) return ok_status();
+  auto name = device_name::parse(d.device);
+  if (!name.ok()) return name.status().with_context(detail::node_context(d));
+  if (!name->is_local() || (name->type && *name->type != type) || (name->id && *name->id != 0))
+    return errors::invalid_argument(detail::node_context(d), ": device '", d.device,
+                                    "' is not available; this graph runs on ", type,
+                                    ":0 (place graphs on several devices with a device_set)");
+  return ok_status();
 }
 
 }  // namespace detail
@@ -98,99 +79,54 @@ class runtime_graph {
     std::vector<std::size_t> consumers;             // items reading this one (data or control), once each
     tensor_spec spec;                               // inferred; dyn where only a run knows
     tensor value;                                   // kind == constant
+    std::string key;                                // kind == send or recv: the rendezvous key
     std::string device;
     node_def def;                                   // as given, for saving and messages
   };
 
   static result<runtime_graph> make(graph_def def) {
+    auto topo = graph_topology::make(def);
+    if (!topo.ok()) return topo.status();
     runtime_graph g;
     const std::size_t n = def.nodes.size();
     g.items_.resize(n);
-    g.index_.reserve(n);
-    // Names and ops.
+    g.index_ = std::move(topo->index);
+    g.order_ = std::move(topo->order);
     for (std::size_t i = 0; i < n; ++i) {
       node_def& d = def.nodes[i];
       item& it = g.items_[i];
-      if (d.name.empty()) return errors::invalid_argument("node number ", i, " (line ", d.line, "): empty name");
-      if (d.name.find_first_of(":^ \t\r\n,()#@=\"\\") != std::string::npos)
-        return errors::invalid_argument(detail::node_context(d),
-                                        ": a name may not contain spaces or any of : ^ , ( ) # @ = \" \\");
-      if (!g.index_.emplace(d.name, i).second)
-        return errors::invalid_argument(detail::node_context(d), ": duplicate name (also node ", g.index_[d.name], ")");
-      if (!detail::device_matches(d.device, Device::device_type))
-        return errors::invalid_argument(detail::node_context(d), ": device '", d.device,
-                                        "' is not available; this graph runs on ", Device::device_type, ":0");
+      if (auto st = detail::check_single_device(d, Device::device_type); !st.ok()) return st;
       it.name = d.name;
       it.device = d.device;
+      it.inputs = std::move(topo->inputs[i]);
+      it.control = std::move(topo->control[i]);
+      it.consumers = std::move(topo->consumers[i]);
       if (auto st = g.make_node(d, it); !st.ok()) return st.with_context(detail::node_context(d));
-    }
-    // Edges.
-    for (std::size_t i = 0; i < n; ++i) {
-      const node_def& d = def.nodes[i];
-      item& it = g.items_[i];
-      for (const std::string& in : d.inputs) {
-        const bool control = !in.empty() && in[0] == '^';
-        std::string_view ref = control ? std::string_view(in).substr(1) : std::string_view(in);
-        std::int64_t port = 0;
-        if (auto colon = ref.rfind(':'); colon != std::string_view::npos && !control) {
-          std::string_view digits = ref.substr(colon + 1);
-          auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-          if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty())
-            return errors::invalid_argument(detail::node_context(d), ": input '", in, "': the port is not a number");
-          ref = ref.substr(0, colon);
-        }
-        auto found = g.index_.find(std::string(ref));
-        if (found == g.index_.end())
-          return errors::invalid_argument(detail::node_context(d), ": input '", in, "' names no node in the graph");
-        if (port != 0)
-          return errors::invalid_argument(detail::node_context(d), ": input '", in, "': node '", ref,
-                                          "' has one output (port 0), port ", port, " does not exist");
-        (control ? it.control : it.inputs).push_back(found->second);
-      }
       if (it.kind == runtime_node_kind::op) {
         const int arity = it.op.num_inputs();
         if (arity == variadic ? it.inputs.empty() : it.inputs.size() != static_cast<std::size_t>(arity))
           return errors::invalid_argument(detail::node_context(d), ": op ", d.op, " takes ",
                                           arity == variadic ? std::string("at least 1") : std::to_string(arity),
                                           " input", arity == 1 || arity == variadic ? "" : "s", ", got ", it.inputs.size());
+      } else if (it.kind == runtime_node_kind::send) {
+        if (it.inputs.size() > 1)
+          return errors::invalid_argument(detail::node_context(d), ": a _send takes at most 1 data input, got ", it.inputs.size());
       } else if (!it.inputs.empty()) {
         return errors::invalid_argument(detail::node_context(d), ": a ", d.op, " takes no data inputs, got ", it.inputs.size());
       }
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j : g.items_[i].inputs) g.add_consumer(j, i);
-      for (std::size_t j : g.items_[i].control) g.add_consumer(j, i);
-    }
-    // Topological order (Kahn); what is left over is on or behind a cycle.
-    std::vector<std::size_t> pending(n);
-    for (std::size_t i = 0; i < n; ++i) pending[i] = g.items_[i].inputs.size() + g.items_[i].control.size();
     for (std::size_t i = 0; i < n; ++i)
-      if (pending[i] == 0) g.order_.push_back(i);
-    for (std::size_t k = 0; k < g.order_.size(); ++k) {
-      const std::size_t i = g.order_[k];
-      for (std::size_t c : g.items_[i].consumers) {
-        // A consumer reading i several times counts each edge.
-        const auto& ci = g.items_[c];
-        const std::size_t edges = static_cast<std::size_t>(std::count(ci.inputs.begin(), ci.inputs.end(), i) +
-                                                           std::count(ci.control.begin(), ci.control.end(), i));
-        pending[c] -= edges;
-        if (pending[c] == 0) g.order_.push_back(c);
-      }
-    }
-    if (g.order_.size() != n) {
-      detail::text names;
-      std::size_t listed = 0;
-      for (std::size_t i = 0; i < n && listed < 5; ++i)
-        if (pending[i] != 0) {
-          detail::append(names, detail::cat(listed ? ", '" : "'", g.items_[i].name, "'"));
-          ++listed;
-        }
-      return errors::invalid_argument("the graph has a cycle through nodes ", names.view(),
-                                      n - g.order_.size() > listed ? ", ..." : "");
-    }
+      for (std::size_t c : g.items_[i].consumers)
+        if (g.items_[i].kind == runtime_node_kind::send)
+          return errors::invalid_argument(detail::node_context(def.nodes[c]), ": reads _send node '", g.items_[i].name,
+                                          "', which has no output");
     // Inference and kernels, in order.
     for (std::size_t i : g.order_) {
       item& it = g.items_[i];
+      if (it.kind == runtime_node_kind::send) {
+        it.spec = it.inputs.empty() ? tensor_spec{dtype::f32, shape{0}} : g.items_[it.inputs[0]].spec;
+        continue;
+      }
       if (it.kind != runtime_node_kind::op) continue;
       std::vector<tensor_spec> in;
       for (std::size_t j : it.inputs) in.push_back(g.items_[j].spec);
@@ -242,11 +178,6 @@ class runtime_graph {
   }
 
  private:
-  void add_consumer(std::size_t producer, std::size_t consumer) {
-    auto& c = items_[producer].consumers;
-    if (std::find(c.begin(), c.end(), consumer) == c.end()) c.push_back(consumer);
-  }
-
   template <class T>
   static status required(const node_def& d, std::string_view name, const T*& out) {
     const attr_value* v = d.attrs.find(name);
@@ -265,6 +196,22 @@ class runtime_graph {
   }
 
   status make_node(const node_def& d, item& it) {
+    if (d.op == "_send" || d.op == "_recv") {
+      const bool recv = d.op == "_recv";
+      it.kind = recv ? runtime_node_kind::recv : runtime_node_kind::send;
+      const std::string* key;
+      if (auto st = recv ? only(d, {"key", "dtype", "shape"}) : only(d, {"key"}); !st.ok()) return st;
+      if (auto st = required(d, "key", key); !st.ok()) return st;
+      it.key = *key;
+      if (recv) {
+        const dtype* t;
+        const shape* s;
+        if (auto st = required(d, "dtype", t); !st.ok()) return st;
+        if (auto st = required(d, "shape", s); !st.ok()) return st;
+        it.spec = tensor_spec{*t, *s};
+      }
+      return ok_status();
+    }
     if (d.op == "placeholder") {
       it.kind = runtime_node_kind::placeholder;
       const dtype* t;

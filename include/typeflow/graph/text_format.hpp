@@ -23,7 +23,7 @@
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/graph/attr_value.hpp>
-#include <typeflow/graph/runtime_graph.hpp>
+#include <typeflow/graph/graph_def.hpp>
 
 namespace typeflow {
 

@@ -89,8 +89,9 @@ class device_memory {
     else return box_->allocator;
   }
 
-  // An uninitialised tensor from the allocator, 64-byte aligned.
-  result<tensor> allocate(dtype type, const shape& s, std::string_view device_name) {
+  // An uninitialised tensor from the allocator, 64-byte aligned, marked as living in `space`.
+  result<tensor> allocate(dtype type, const shape& s, std::string_view device_name,
+                          memory_space space = memory_space::host()) {
     return tensor::allocate_from(
         [&](std::size_t bytes) -> result<buffer*> {
           auto p = allocator().allocate(bytes, default_alignment);
@@ -109,7 +110,7 @@ class device_memory {
                                              box_});
           }
         },
-        type, s);
+        type, s, space);
   }
 
   // How many owners the allocator has: this device_memory, its copies and every live buffer from it

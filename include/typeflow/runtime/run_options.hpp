@@ -18,6 +18,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <typeflow/core/detail/format.hpp>
@@ -43,6 +45,7 @@ struct run_options {
   std::chrono::nanoseconds timeout{0};  // 0: none
   const cancellation* cancel = nullptr;   // watched between nodes when set
   trace_level trace = trace_level::none;
+  bool fetch_on_device = false;           // device_set sessions: fetches stay in their device's memory
 };
 
 struct node_stats {
@@ -62,16 +65,26 @@ struct run_metadata {
   // Bytes and allocations through the policy's tracking_allocator during the step (set only for
   // such a policy). Steps that run at the same time on one policy count each other's too.
   std::optional<step_memory_record> memory;
+  // device_set sessions: (node, full device name) of every node the run needed.
+  std::vector<std::pair<std::string, std::string>> placement;
 
-  // {"traceEvents": [{"name": ..., "ph": "X", "ts": µs, "dur": µs, "pid": 0, "tid": ..., "args": {...}}]}
+  // {"traceEvents": [{"name": ..., "ph": "X", "ts": µs, "dur": µs, "pid": device, "tid": ..., "args": {...}}]}:
+  // one track (pid) per device, named by a process_name event.
   std::string to_chrome_trace() const {
     detail::text t;
     t.append("{\"traceEvents\": [");
+    std::vector<std::string_view> devices;
+    auto pid_of = [&](std::string_view device) {
+      for (std::size_t i = 0; i < devices.size(); ++i)
+        if (devices[i] == device) return static_cast<std::int64_t>(i);
+      devices.push_back(device);
+      return static_cast<std::int64_t>(devices.size() - 1);
+    };
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const node_stats& s = steps[i];
       detail::append(t, detail::cat(i ? ",\n  " : "\n  ", "{\"name\": \"", s.node, "\", \"cat\": \"", s.op,
-                                    "\", \"ph\": \"X\", \"pid\": 0, \"tid\": ", static_cast<std::int64_t>(s.thread % 1000000),
-                                    ", \"ts\": "));
+                                    "\", \"ph\": \"X\", \"pid\": ", pid_of(s.device), ", \"tid\": ",
+                                    static_cast<std::int64_t>(s.thread % 1000000), ", \"ts\": "));
       append_micros(t, s.start_ns);
       t.append(", \"dur\": ");
       append_micros(t, s.end_ns - s.start_ns);
@@ -79,6 +92,9 @@ struct run_metadata {
                                     name_of(s.output_type), s.output_shape, "\", \"bytes\": ",
                                     static_cast<std::int64_t>(s.output_bytes), "}}"));
     }
+    for (std::size_t d = 0; d < devices.size(); ++d)
+      detail::append(t, detail::cat(steps.empty() && d == 0 ? "\n  " : ",\n  ", "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": ", d,
+                                    ", \"args\": {\"name\": \"", devices[d], "\"}}"));
     t.append("\n]}\n");
     return t.str();
   }

@@ -19,6 +19,11 @@
 //    writes over an input it is the last reader of when nothing else holds that buffer and the
 //    dtype and shape match (TensorFlow's forwarding).
 // A node is expensive when its kernel type says so (`expensive`, per kernel; see README).
+//  - Partitions (runtime/runtime_session.hpp for a device_set): _send gives its input to the step's
+//    rendezvous (through the host when it is in device memory); _recv is asynchronous: it finishes
+//    when the tensor arrives (copied into this device's memory when that is not the host's), so no
+//    thread waits for it. Such graphs run through async_run, which starts a step and reports its end
+//    through a callback, as TensorFlow's RunAsync with an ExecutorBarrier.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -40,12 +45,22 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/device/copy.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
+#include <typeflow/runtime/rendezvous.hpp>
 #include <typeflow/runtime/run_options.hpp>
 
 namespace typeflow {
+
+namespace detail {
+// How deep receives that completed inline (on a sending thread) are nested on this thread: past a
+// few, the next one continues on the pool, so a chain that crosses devices many times does not grow
+// one thread's stack without bound.
+inline thread_local int inline_receives = 0;
+inline constexpr int max_inline_receives = 8;
+}  // namespace detail
 
 // What one run needs besides the executor: the fed tensors (by the executor's feed order), the
 // options' deadline and cancellations, and where step stats go.
@@ -55,6 +70,8 @@ struct runtime_step {
   const cancellation* cancel = nullptr;
   const cancellation* session_cancel = nullptr;
   run_metadata* metadata = nullptr;
+  rendezvous* transfers = nullptr;             // for graphs with _send and _recv
+  Eigen::ThreadPoolInterface* pool = nullptr;  // where a deep inline receive continues
 };
 
 template <class Device, class Registry = default_registry>
@@ -63,10 +80,15 @@ class runtime_executor {
   using graph_type = runtime_graph<Device, Registry>;
 
   // feeds, fetches and targets name nodes ("x" or "x:0" for feeds and fetches, "x" for targets).
+  // keys: the slots of the rendezvous its steps get, for graphs with _send and _recv. device: the
+  // instance it will run on, when the policy keeps tensors outside host memory: constants are
+  // copied there once, here.
   static result<std::shared_ptr<const runtime_executor>> make(std::shared_ptr<const graph_type> graph,
                                                               std::span<const std::string> feeds,
                                                               std::span<const std::string> fetches,
-                                                              std::span<const std::string> targets) {
+                                                              std::span<const std::string> targets,
+                                                              const rendezvous_keys* keys = nullptr,
+                                                              Device* device = nullptr) {
     auto e = std::shared_ptr<runtime_executor>(new runtime_executor());
     e->graph_ = std::move(graph);
     const graph_type& g = *e->graph_;
@@ -136,6 +158,20 @@ class runtime_executor {
       const auto& it = g[n.item];
       if (n.feed == npos && it.kind == runtime_node_kind::placeholder)
         return errors::invalid_argument("placeholder '", it.name, "' is needed by the fetches but not fed");
+      if (n.feed == npos && (it.kind == runtime_node_kind::send || it.kind == runtime_node_kind::recv)) {
+        const auto slot = keys ? keys->find(it.key) : std::nullopt;
+        if (!slot)
+          return errors::failed_precondition("node '", it.name, "' (", it.def.op, ") has key '", it.key,
+                                             "', which is not among the keys of this step's rendezvous");
+        n.slot = *slot;
+        e->transfers_ = true;
+      }
+      if (n.feed == npos && it.kind == runtime_node_kind::constant && device != nullptr &&
+          !device->space().host_accessible()) {
+        auto on_device = wait_for_tensor([&](tensor_done done) { to_device_async(it.value, *device, std::move(done)); });
+        if (!on_device.ok()) return on_device.status().with_context(detail::cat("constant '", it.name, "'").str());
+        n.value = std::move(*on_device);
+      }
       e->expensive_[k] = n.feed == npos && it.kind == runtime_node_kind::op && it.kernel->expensive;
       std::uint32_t pending = 0;
       if (n.feed == npos) {  // fed: ready at the start, reads nothing
@@ -183,6 +219,8 @@ class runtime_executor {
 
   // Runs the nodes in topological order on the calling thread (waiting for asynchronous kernels).
   status run_sequential(Device& device, const runtime_step& step, std::vector<tensor>& outputs) const {
+    if (transfers_)
+      return errors::failed_precondition("a graph with _send and _recv nodes runs through async_run (a device_set session)");
     run_state s(*this, step);
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       status st = s.check();
@@ -195,6 +233,8 @@ class runtime_executor {
   // TensorFlow's parallel algorithm on `pool` (the inter-op pool); the calling thread takes part.
   status run_parallel(Device& device, Eigen::ThreadPoolInterface& pool, const runtime_step& step,
                       std::vector<tensor>& outputs) const {
+    if (transfers_)
+      return errors::failed_precondition("a graph with _send and _recv nodes runs through async_run (a device_set session)");
     run_state s(*this, step);
     for (std::uint32_t k : prologue_) {
       status st;
@@ -208,6 +248,17 @@ class runtime_executor {
   }
 
  private:
+  struct run_state;
+  struct parallel_body;
+
+ public:
+  // One step started without waiting (TensorFlow's RunAsync): for the partitions of a step, which an
+  // executor barrier joins. The step runs on step.pool (required) and the threads that complete
+  // asynchronous work; finished(context, status) is called once, by the thread that ends it. The
+  // object must stay alive until then; collect() gives the fetches afterwards.
+  class async_run;
+
+ private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
   struct node {
@@ -217,6 +268,8 @@ class runtime_executor {
     std::uint32_t data_consumers = 0;      // data edges out, plus one when fetched
     bool spec_known = false;               // every input's spec is fully defined, so the output's
                                            // is the graph's: no inference per run
+    std::uint32_t slot = 0;                // _send and _recv: the rendezvous slot
+    tensor value;                          // a constant copied to the device's memory (else the graph's)
   };
 
   struct run_state {
@@ -275,7 +328,60 @@ class runtime_executor {
     if (n.feed != npos) {
       y = s.step.feeds[n.feed];
     } else if (it.kind == runtime_node_kind::constant) {
-      y = it.value;
+      y = n.value.valid() && n.value.data() ? n.value : it.value;
+    } else if (it.kind == runtime_node_kind::send) {
+      rendezvous* rv = s.step.transfers;
+      if (rv == nullptr) {
+        st = errors::failed_precondition("node '", it.name, "' (_send): the step has no rendezvous");
+        return true;
+      }
+      tensor value = n.inputs.empty() ? tensor() : s.outputs[n.inputs[0]];
+      if (!value.valid() || value.space().host_accessible()) {
+        st = rv->send(n.slot, std::move(value));
+        if (!st.ok()) {
+          st = st.with_context(node_context(it));
+          return true;
+        }
+      } else {  // device memory: through the host
+        const std::uint32_t slot = n.slot;
+        return run_async(device, s, k, st, done, t0, [&device, rv, slot, value](kernel_done d) {
+          to_host_async(value, device, [rv, slot, d = std::move(d)](status cst, tensor host) {
+            d(cst.ok() ? rv->send(slot, std::move(host)) : cst);
+          });
+        });
+      }
+    } else if (it.kind == runtime_node_kind::recv) {
+      rendezvous* rv = s.step.transfers;
+      if (rv == nullptr) {
+        st = errors::failed_precondition("node '", it.name, "' (_recv): the step has no rendezvous");
+        return true;
+      }
+      Eigen::ThreadPoolInterface* pool = s.step.pool;
+      const std::uint32_t slot = n.slot;
+      return run_async(device, s, k, st, done, t0, [&device, &y, rv, pool, slot](kernel_done d) {
+        auto deliver = [&device, &y, d = std::move(d)](status rst, tensor t) {
+          if (!rst.ok()) return d(std::move(rst));
+          if (!t.valid()) {  // a control signal: an empty tensor
+            y = *tensor::borrow(nullptr, dtype::f32, shape{0});
+            return d(ok_status());
+          }
+          to_device_async(t, device, [&y, d](status cst, tensor on_device) {
+            if (cst.ok()) y = std::move(on_device);
+            d(std::move(cst));
+          });
+        };
+        rv->recv_async(slot, [pool, deliver = std::move(deliver)](status rst, tensor t) mutable {
+          if (pool != nullptr && detail::inline_receives >= detail::max_inline_receives) {
+            pool->Schedule([deliver = std::move(deliver), rst = std::move(rst), t = std::move(t)]() mutable {
+              deliver(std::move(rst), std::move(t));
+            });
+            return;
+          }
+          ++detail::inline_receives;
+          deliver(std::move(rst), std::move(t));
+          --detail::inline_receives;
+        });
+      });
     } else {
       constexpr std::size_t small = 4;
       std::array<tensor, small> small_in;
@@ -322,21 +428,13 @@ class runtime_executor {
       }
       if (async) {
         auto* frame = new async_frame(device, std::move(large_in), y, t0);
-        auto finish = [this, &device, &s, k, frame](status result) -> status {
-          const auto started = frame->t0;
-          delete frame;
-          if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
-          finish_node(device, s, k, started);
-          return ok_status();
-        };
         const void* op = it.op.get();
-        if constexpr (std::is_same_v<Done, std::nullptr_t>) {
-          st = finish(wait_for_done([&](kernel_done d) { it.kernel->compute_async(op, frame->ctx, std::move(d)); }));
-          return true;
-        } else {
-          it.kernel->compute_async(op, frame->ctx, [finish, done](status result) { done(finish(std::move(result))); });
-          return false;
-        }
+        return run_async(device, s, k, st, done, t0, [&it, op, frame](kernel_done d) {
+          it.kernel->compute_async(op, frame->ctx, [frame, d = std::move(d)](status result) {
+            delete frame;
+            d(std::move(result));
+          });
+        });
       }
       kernel_context<Device> ctx{device, std::span<const tensor>(in.data(), in.size()), std::span<tensor>(&y, 1)};
       st = it.kernel->compute(it.op.get(), ctx);
@@ -347,6 +445,25 @@ class runtime_executor {
     }
     finish_node(device, s, k, t0);
     return true;
+  }
+
+  // Node k's work, started by start(kernel_done) and finished when that calls back: waited for when
+  // done is nullptr (true, with the status in st), else finished through done (false).
+  template <class Done, class Start>
+  bool run_async(Device& device, run_state& s, std::uint32_t k, status& st, Done done,
+                 std::chrono::steady_clock::time_point t0, Start&& start) const {
+    auto finish = [this, &device, &s, k, t0](status result) -> status {
+      if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
+      finish_node(device, s, k, t0);
+      return ok_status();
+    };
+    if constexpr (std::is_same_v<Done, std::nullptr_t>) {
+      st = finish(wait_for_done(std::forward<Start>(start)));
+      return true;
+    } else {
+      start(kernel_done([finish, done](status result) { done(finish(std::move(result))); }));
+      return false;
+    }
   }
 
   // After node k's kernel: releases inputs it was the last reader of, records its stats.
@@ -396,6 +513,37 @@ class runtime_executor {
   std::vector<std::uint32_t> prologue_;
   std::unique_ptr<bool[]> expensive_;
   detail::step_dag dag_;
+  bool transfers_ = false;  // has _send or _recv nodes
+};
+
+template <class Device, class Registry>
+class runtime_executor<Device, Registry>::async_run {
+ public:
+  async_run(const runtime_executor& e, Device& device, const runtime_step& step)
+      : e_(e), state_(e, step), body_{e, device, state_},
+        step_(e.dag_, body_, *step.pool, std::span(state_.pending.get(), e.nodes_.size())), device_(device) {}
+  async_run(const async_run&) = delete;
+  async_run& operator=(const async_run&) = delete;
+
+  using finished_fn = void (*)(void* context, status st);
+  // Runs the prologue (feeds, constants) on this thread, then starts the step.
+  void start(finished_fn finished, void* context) {
+    for (std::uint32_t k : e_.prologue_) {
+      status st;
+      e_.start_node(device_, state_, k, st, nullptr);  // a feed or a constant: never asynchronous
+      if (!st.ok()) return finished(context, std::move(st));
+    }
+    step_.start(finished, context);
+  }
+  // The fetched tensors, in the executor's fetch order, and the step stats; after finished.
+  status collect(std::vector<tensor>& outputs) { return e_.collect(state_, outputs); }
+
+ private:
+  const runtime_executor& e_;
+  run_state state_;
+  parallel_body body_;
+  detail::parallel_step<parallel_body> step_;
+  Device& device_;
 };
 
 }  // namespace typeflow

@@ -154,3 +154,6 @@ class runtime_session {
 };
 
 }  // namespace typeflow
+
+// The same for a graph placed across the devices of a device_set: runtime_session<devices<Ds...>>.
+#include <typeflow/runtime/device_set_session.hpp>

@@ -98,15 +98,22 @@ class parallel_step {
 
   // Runs the step to its end on this thread and the pool; the first error, or ok.
   status run() {
-    for (std::size_t k = 0; k < dag_.size(); ++k) pending_[k].store(dag_.pending[k], std::memory_order_relaxed);
     if (dag_.roots.empty()) return ok_status();
-    outstanding_.store(dag_.roots.size(), std::memory_order_relaxed);
-    ready_queue ready;
-    schedule(dag_.roots, ready, /*worker=*/false);
-    process_inline(ready, /*worker=*/false);
+    begin();
     std::unique_lock lock(mutex_);
     done_cv_.wait(lock, [&] { return done_; });
     return first_error_;
+  }
+
+  // Starts the step and returns once this thread has no more cheap work; the thread that ends the
+  // last node calls finished(context, first error or ok) and touches nothing of *this after it.
+  // *this must stay alive until then.
+  using finished_fn = void (*)(void* context, status st);
+  void start(finished_fn finished, void* context) {
+    if (dag_.roots.empty()) return finished(context, ok_status());
+    finished_ = finished;
+    finished_context_ = context;
+    begin();
   }
 
   // True once a node has failed: a body may use it to skip work.
@@ -196,8 +203,24 @@ class parallel_step {
     failed_.store(true, std::memory_order_release);
   }
 
+  void begin() {
+    for (std::size_t k = 0; k < dag_.size(); ++k) pending_[k].store(dag_.pending[k], std::memory_order_relaxed);
+    outstanding_.store(dag_.roots.size(), std::memory_order_relaxed);
+    ready_queue ready;
+    schedule(dag_.roots, ready, /*worker=*/false);
+    process_inline(ready, /*worker=*/false);
+  }
+
   void finish_one() {
     if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (finished_) {
+        status st;
+        {
+          std::lock_guard lock(mutex_);
+          st = first_error_;
+        }
+        return finished_(finished_context_, std::move(st));
+      }
       std::lock_guard lock(mutex_);
       done_ = true;
       done_cv_.notify_all();
@@ -214,6 +237,8 @@ class parallel_step {
   std::condition_variable done_cv_;
   bool done_ = false;
   status first_error_;
+  finished_fn finished_ = nullptr;
+  void* finished_context_ = nullptr;
 };
 
 }  // namespace typeflow::detail

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// tf::copy(t, from, to): a tensor of device `from` as a new tensor of device `to`, through the
+// policies' asynchronous copies (TensorFlow's CopyTensor::ViaDMA):
+//   host-readable -> host-readable     one memcpy (a new buffer from `to`'s allocator)
+//   host-readable -> device            to.copy_from_host
+//   device        -> host-readable     from.copy_to_host
+//   device        -> same device       from.copy_within
+//   device        -> another device    from.copy_to_host into a host tensor, then to.copy_from_host
+// copy_async calls done(status, tensor) once, from any thread; copy waits for it. Errors name the
+// tensor and both devices.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/device/device.hpp>
+#include <typeflow/device/host_copies.hpp>
+#include <typeflow/kernels/kernel.hpp>
+
+namespace typeflow {
+
+using tensor_done = std::function<void(status, tensor)>;
+
+template <device_policy From, device_policy To>
+void copy_async(const tensor& t, From& from, To& to, tensor_done done) {
+  auto context = [&] { return detail::cat("copy of ", t.spec(), " from ", from.name(), " to ", to.name()).str(); };
+  if (!t.valid()) return done(errors::invalid_argument(context(), ": the tensor has no storage"), tensor());
+  if (!t.space().host_accessible() && !(t.space() == from.space()))
+    return done(errors::invalid_argument(context(), ": the tensor is in ", t.space(), ", not in the source device's ",
+                                         from.space()),
+                tensor());
+  auto dst = to.allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return done(dst.status().with_context(context()), tensor());
+  // The destination lives in the callback until the copy is done.
+  auto out = std::make_shared<tensor>(std::move(*dst));
+  auto finish = [out, done, context = context()](status st) {
+    if (!st.ok()) return done(st.with_context(context), tensor());
+    done(ok_status(), std::move(*out));
+  };
+  const bool src_host = t.space().host_accessible(), dst_host = out->space().host_accessible();
+  if (src_host && dst_host) return copy_host_bytes(t, *out, finish);
+  if (src_host) return to.copy_from_host(t, *out, finish);
+  if (dst_host) return from.copy_to_host(t, *out, finish);
+  if (static_cast<const void*>(&from) == static_cast<const void*>(&to)) return from.copy_within(t, *out, finish);
+  // Neither side reads the other's memory: through the host.
+  auto staging = tensor::allocate(t.dtype(), t.shape());
+  if (!staging.ok()) return done(staging.status().with_context(context()), tensor());
+  auto host = std::make_shared<tensor>(std::move(*staging));
+  from.copy_to_host(t, *host, [host, out, finish, &to](status st) {
+    if (!st.ok()) return finish(st);
+    to.copy_from_host(*host, *out, [host, finish](status st2) { finish(std::move(st2)); });
+  });
+}
+
+// A host tensor into device `to` (no copy when `to` keeps its tensors in host memory and `t` is
+// already host-readable: the same buffer). What feeds and constants go through.
+template <device_policy To>
+void to_device_async(const tensor& t, To& to, tensor_done done) {
+  if (to.space().host_accessible() && t.space().host_accessible()) return done(ok_status(), t);
+  if (!t.space().host_accessible() && t.space() == to.space()) return done(ok_status(), t);
+  if (!t.space().host_accessible())
+    return done(errors::invalid_argument("the tensor ", t.spec(), " is in ", t.space(), ", which ", to.name(),
+                                         " cannot read; copy it to the host first"),
+                tensor());
+  auto dst = to.allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return done(dst.status(), tensor());
+  auto out = std::make_shared<tensor>(std::move(*dst));
+  to.copy_from_host(t, *out, [out, done = std::move(done)](status st) {
+    if (!st.ok()) return done(std::move(st), tensor());
+    done(ok_status(), std::move(*out));
+  });
+}
+
+// A tensor of device `from` in host memory (the same one when it already is).
+template <device_policy From>
+void to_host_async(const tensor& t, From& from, tensor_done done) {
+  if (t.space().host_accessible()) return done(ok_status(), t);
+  auto dst = tensor::allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return done(dst.status(), tensor());
+  auto out = std::make_shared<tensor>(std::move(*dst));
+  from.copy_to_host(t, *out, [out, done = std::move(done)](status st) {
+    if (!st.ok()) return done(std::move(st), tensor());
+    done(ok_status(), std::move(*out));
+  });
+}
+
+// Waits for one of the above.
+template <class Start>
+result<tensor> wait_for_tensor(Start&& start) {
+  tensor out;
+  status st = wait_for_done([&](kernel_done done) {
+    start([&out, done = std::move(done)](status s, tensor y) {
+      out = std::move(y);
+      done(std::move(s));
+    });
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+template <device_policy From, device_policy To>
+result<tensor> copy(const tensor& t, From& from, To& to) {
+  return wait_for_tensor([&](tensor_done done) { copy_async(t, from, to, std::move(done)); });
+}
+
+} // namespace typeflow

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// Partitioning (TensorFlow's graph_partition): a placed graph split into one graph_def per device.
+//  - A data edge from a node on device A to a node on device B becomes _send on A and _recv on B,
+//    one pair per (tensor, destination device) however many consumers the tensor has there.
+//  - A control edge across devices becomes a tensor-less pair: _send on A with a control input, and
+//    a control input from the _recv on B.
+//  - Keys are TensorFlow's: "src_device;src_incarnation;dst_device;tensor_name;frame:iter"; the
+//    plan's rendezvous_keys give each a slot.
+//  - A fed node becomes a placeholder of its spec (its inputs are not needed).
+// Node order within a partition is the graph's; the added nodes follow their producers' order.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <typeflow/graph/graph_def.hpp>
+#include <typeflow/runtime/placer.hpp>
+#include <typeflow/runtime/rendezvous.hpp>
+
+namespace typeflow {
+
+struct partition_device {
+  std::string_view name;  // full name
+  std::uint64_t incarnation = 0;
+  std::string short_name;  // "CPU_1": used in the names of added nodes
+};
+
+struct partition_plan {
+  std::vector<std::size_t> devices;  // each partition's device (an index into the devices given)
+  std::vector<graph_def> graphs;     // each partition's graph
+  std::vector<std::size_t> partition_of;  // each node's partition (npos when not needed)
+  std::shared_ptr<rendezvous_keys> keys = std::make_shared<rendezvous_keys>();
+  std::size_t transfers = 0;  // _send/_recv pairs
+};
+
+inline partition_plan partition(const inferred_graph& g, const std::vector<bool>& needed, const std::vector<bool>& fed,
+                                const std::vector<std::size_t>& where, std::span<const partition_device> devices) {
+  constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  const std::size_t n = g.def.nodes.size();
+  partition_plan plan;
+  plan.partition_of.assign(n, npos);
+  std::vector<std::size_t> partition_of_device(devices.size(), npos);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!needed[i]) continue;
+    std::size_t& p = partition_of_device[where[i]];
+    if (p == npos) {
+      p = plan.devices.size();
+      plan.devices.push_back(where[i]);
+      plan.graphs.emplace_back();
+    }
+    plan.partition_of[i] = p;
+  }
+  auto unique_name = [&](std::string name) {
+    while (g.topology.index.count(name)) name += '_';
+    return name;
+  };
+  // (producer, destination device, control?) -> the _recv's name on the destination.
+  std::map<std::tuple<std::size_t, std::size_t, bool>, std::string> received;
+  auto transfer = [&](std::size_t j, std::size_t dst, bool control) -> const std::string& {
+    auto [it, added] = received.try_emplace({j, dst, control});
+    if (!added) return it->second;
+    const node_def& src = g.def.nodes[j];
+    const std::string tensor_name = control ? "^" + src.name : src.name + ":0";
+    const std::string suffix = detail::cat(src.name, control ? "/control/" : "/", devices[dst].short_name).str();
+    const std::string key = rendezvous_key(devices[where[j]].name, devices[where[j]].incarnation, devices[dst].name, tensor_name);
+    plan.keys->add(key);
+    ++plan.transfers;
+    node_def send;
+    send.name = unique_name("_send/" + suffix);
+    send.op = "_send";
+    send.inputs.push_back(control ? "^" + src.name : src.name);
+    send.attrs.set("key", key);
+    send.line = src.line;
+    plan.graphs[plan.partition_of[j]].nodes.push_back(std::move(send));
+    node_def recv;
+    recv.name = unique_name("_recv/" + suffix);
+    recv.op = "_recv";
+    recv.attrs.set("key", key);
+    recv.attrs.set("dtype", control ? dtype::f32 : g.specs[j].type);
+    recv.attrs.set("shape", control ? shape{0} : g.specs[j].dims);
+    recv.line = src.line;
+    it->second = recv.name;
+    plan.graphs[partition_of_device[dst]].nodes.push_back(std::move(recv));
+    return it->second;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!needed[i]) continue;
+    const node_def& d = g.def.nodes[i];
+    node_def copy;
+    copy.name = d.name;
+    copy.line = d.line;
+    if (fed[i]) {
+      copy.op = "placeholder";
+      copy.attrs.set("dtype", g.specs[i].type);
+      copy.attrs.set("shape", g.specs[i].dims);
+    } else {
+      copy.op = d.op;
+      copy.attrs = d.attrs;
+      std::size_t data = 0, control = 0;
+      for (const std::string& in : d.inputs) {
+        const bool is_control = !in.empty() && in[0] == '^';
+        const std::size_t j = is_control ? g.topology.control[i][control++] : g.topology.inputs[i][data++];
+        if (where[j] == where[i]) copy.inputs.push_back(in);
+        else copy.inputs.push_back((is_control ? "^" : "") + transfer(j, where[i], is_control));
+      }
+    }
+    plan.graphs[plan.partition_of[i]].nodes.push_back(std::move(copy));
+  }
+  return plan;
+}
+
+}  // namespace typeflow

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: Apache-2.0
+// Devices: memory spaces and host accessors, tf::copy on every path, device names, device sets,
+// the rendezvous, and runtime graphs placed across devices (placement, partitions, send/recv,
+// the executor barrier), against the same graph on one device. One translation unit: each device
+// type of a session instantiates its dispatch table.
+#include "random_dag.hpp"
+#include "remote_device.hpp"
+#include "support.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace tf = typeflow;
+using tf::test::remote_device;
+
+namespace {
+
+using registry = tf::registry<tf::test::remote_kernels, tf::cpu_kernel_list>;
+using host_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool>, registry>;
+using mixed_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool, remote_device>, registry>;
+
+bool same_bits(const tf::tensor& a, const tf::tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+tf::graph_def parse(std::string_view text) {
+  auto def = tf::parse_graph(text);
+  REQUIRE(def.ok());
+  return std::move(*def);
+}
+
+// The graph with node k placed on devices[k % size] (placeholders too).
+tf::graph_def placed_alternately(tf::graph_def def, const std::vector<std::string>& devices) {
+  for (std::size_t k = 0; k < def.nodes.size(); ++k) def.nodes[k].device = devices[k % devices.size()];
+  return def;
+}
+
+
+}  // namespace
+
+TEST_CASE("memory spaces: host accessors refuse device memory, naming the device", "[devices][memory]") {
+  remote_device remote;
+  auto t = remote.allocate(tf::dtype::f32, tf::shape{2, 3});
+  REQUIRE(t.ok());
+  CHECK(t->space() == tf::memory_space::device("TEST", 0));
+  CHECK(!t->space().host_accessible());
+  for (tf::status st : {t->values<float>().status(), t->at<float>(0).status(), t->eigen<float, 2>().status(), t->clone().status(),
+                        tf::typed_tensor<float>::from(*t).status()}) {
+    CHECK(st.code() == tf::status_code::failed_precondition);
+    CHECK_THAT(std::string(st.message()), Catch::Contains("device memory of TEST:0") && Catch::Contains("f32[2, 3]"));
+  }
+  CHECK(t->view().space() == t->space());
+  CHECK(tf::tensor::allocate(tf::dtype::f32, tf::shape{2}).value().space() == tf::memory_space::host());
+  tf::cpu host;
+  CHECK(host.allocate(tf::dtype::f32, tf::shape{2})->space().host_accessible());
+}
+
+TEST_CASE("tf::copy: host to host, to and from a device, within it, and between two devices", "[devices][copy]") {
+  tf::cpu c0;
+  tf::thread_pool c1(1);
+  remote_device r0, r1;
+  tf::device_set<tf::cpu, tf::thread_pool, remote_device> set;
+  set.add(c0);
+  set.add(c1);
+  set.add(r0);
+  set.add(r1);
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{3, 5}, 11);
+  auto h = tf::copy(x, c0, c1);
+  REQUIRE(h.ok());
+  CHECK(h->data() != x.data());
+  CHECK(same_bits(*h, x));
+  auto on_r0 = tf::copy(x, c0, r0);
+  REQUIRE(on_r0.ok());
+  CHECK(on_r0->space() == tf::memory_space::device("TEST", 0));
+  CHECK(r0.copies_in == 1);
+  auto within = tf::copy(*on_r0, r0, r0);
+  REQUIRE(within.ok());
+  CHECK(r0.copies_within == 1);
+  auto on_r1 = tf::copy(*within, r0, r1);  // through the host
+  REQUIRE(on_r1.ok());
+  CHECK(on_r1->space() == tf::memory_space::device("TEST", 1));
+  CHECK(r0.copies_out == 1);
+  CHECK(r1.copies_in == 1);
+  auto back = tf::copy(*on_r1, r1, c0);
+  REQUIRE(back.ok());
+  CHECK(back->space().host_accessible());
+  CHECK(same_bits(*back, x));
+  // A device tensor named as coming from a device it is not in.
+  auto wrong = tf::copy(*on_r1, r0, c0);
+  REQUIRE(!wrong.ok());
+  CHECK(wrong.status().code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("device memory of TEST:1") && Catch::Contains("TEST:0"));
+  CHECK(tf::copy(tf::tensor(), c0, r0).status().code() == tf::status_code::invalid_argument);
+}
+
+TEST_CASE("device names: full, partial and legacy forms, matching, and errors", "[devices][names]") {
+  auto full = tf::device_name::parse("/job:localhost/replica:0/task:0/device:CPU:1");
+  REQUIRE(full.ok());
+  CHECK(full->is_full());
+  for (const char* partial : {"", "CPU", "cpu", "/device:CPU", "/cpu:1", "CPU:1", "/device:CPU:1", "/job:localhost", "/device:CPU:*"}) {
+    INFO(partial);
+    auto p = tf::device_name::parse(partial);
+    REQUIRE(p.ok());
+    CHECK(p->matches(*full));
+  }
+  for (const char* other : {"GPU", "CPU:0", "/job:worker", "/task:1/device:CPU:1"}) {
+    INFO(other);
+    CHECK(!tf::device_name::parse(other)->matches(*full));
+  }
+  for (const char* bad : {"/device:CPU:x", "/devices", "9PU:0", "/device:CPU:-1", "/replica:a"}) {
+    INFO(bad);
+    auto p = tf::device_name::parse(bad);
+    REQUIRE(!p.ok());
+    CHECK(p.status().code() == tf::status_code::invalid_argument);
+    CHECK_THAT(std::string(p.status().message()), Catch::Contains(bad));
+  }
+  CHECK(tf::device_name::full("GPU", 2) == "/job:localhost/replica:0/task:0/device:GPU:2");
+}
+
+TEST_CASE("device_set: ordinals per type, names, lookup, counts, client and priorities", "[devices][set]") {
+  tf::cpu c0, c2;
+  tf::thread_pool c1(1);
+  remote_device r0;
+  tf::device_set<tf::cpu, tf::thread_pool, remote_device> set;
+  set.add(r0);
+  set.add(c0);
+  set.add(c1);
+  set.add(c2);
+  CHECK(set.size() == 4);
+  CHECK(set[1].name == "/job:localhost/replica:0/task:0/device:CPU:0");
+  CHECK(c1.name() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(c2.name() == "/job:localhost/replica:0/task:0/device:CPU:2");
+  CHECK(r0.name() == "/job:localhost/replica:0/task:0/device:TEST:0");
+  CHECK(set.count("CPU") == 3);
+  CHECK(set.count("TEST") == 1);
+  CHECK(set.count("GPU") == 0);
+  CHECK(*set.find("CPU:1") == 2);
+  CHECK(*set.find("/device:TEST:0") == 0);
+  CHECK(*set.find("/job:localhost/replica:0/task:0/device:CPU:2") == 3);
+  CHECK(set.find("GPU:0").status().code() == tf::status_code::not_found);
+  CHECK_THAT(std::string(set.find("GPU:0").status().message()), Catch::Contains("CPU:0, CPU:1, CPU:2"));
+  CHECK(set.find("CPU").status().code() == tf::status_code::invalid_argument);
+  CHECK(set.client() == 1);
+  CHECK(set.prioritized() == std::vector<std::size_t>{2, 1, 3, 0});  // thread_pool 60, cpu 50, TEST 10
+  CHECK(set.matching(*tf::device_name::parse("/device:CPU")).size() == 3);
+  CHECK(set[0].incarnation != set[1].incarnation);
+}
+
+TEST_CASE("rendezvous: send first or receive first, by slot or key; abort ends every wait", "[devices][rendezvous]") {
+  auto keys = std::make_shared<tf::rendezvous_keys>();
+  const std::string k0 = tf::rendezvous_key("/job:localhost/replica:0/task:0/device:CPU:0", 0xabc,
+                                            "/job:localhost/replica:0/task:0/device:CPU:1", "h:0");
+  CHECK(k0 == "/job:localhost/replica:0/task:0/device:CPU:0;0000000000000abc;/job:localhost/replica:0/task:0/device:CPU:1;h:0;0:0");
+  const auto s0 = keys->add(k0);
+  const auto s1 = keys->add("b");
+  CHECK(keys->add(k0) == s0);
+  const tf::tensor x = *tf::tensor::scalar<float>(2.5f);
+  {
+    tf::rendezvous r(keys);
+    REQUIRE(r.send(s0, x).ok());
+    CHECK(r.pending() == 1);
+    tf::tensor got;
+    r.recv_async(s0, [&](tf::status st, tf::tensor t) {
+      REQUIRE(st.ok());
+      got = t;
+    });
+    CHECK(*got.at<float>(0) == 2.5f);
+    CHECK(r.pending() == 0);
+    CHECK(r.send(s0, x).code() == tf::status_code::internal);  // twice
+    bool called = false;
+    r.recv_async("b", [&](tf::status st, tf::tensor t) { called = st.ok() && t.valid(); });
+    CHECK(!called);
+    REQUIRE(r.send("b", x).ok());
+    CHECK(called);
+    // A key that is not among the slots gets one.
+    REQUIRE(r.send("unknown", x).ok());
+    r.recv_async("unknown", [&](tf::status st, tf::tensor) { CHECK(st.ok()); });
+  }
+  {
+    tf::rendezvous r(keys);
+    tf::status seen;
+    int calls = 0;
+    r.recv_async(s1, [&](tf::status st, tf::tensor) {
+      seen = st;
+      ++calls;
+    });
+    CHECK(r.pending() == 1);
+    r.abort(tf::errors::invalid_argument("partition 2 failed"));
+    CHECK(calls == 1);
+    CHECK(seen.message() == "partition 2 failed");
+    CHECK(r.pending() == 0);
+    CHECK(r.send(s0, x).message() == "partition 2 failed");
+    r.recv_async(s0, [&](tf::status st, tf::tensor) { seen = st; });
+    CHECK(seen.code() == tf::status_code::invalid_argument);
+  }
+}
+
+namespace {
+
+constexpr std::string_view mlp_text = R"(
+x  = placeholder() dtype=f32 shape=shape[?, 4]
+w1 = const() dtype=f32 shape=shape[4, 3] value=[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2]
+b1 = const() dtype=f32 shape=shape[3] value=0.5
+h  = matmul(x, w1)
+hb = add(h, b1)
+a  = relu(hb)
+w2 = const() dtype=f32 shape=shape[3, 2] value=[1, -1, 0.5, 2, -0.25, 0]
+z  = matmul(a, w2)
+t  = tanh(z)
+y  = softmax(t) axis=-1
+c  = reduce_sum(a) axes=[1] keep_dims=false
+done = identity(c, ^y)
+)";
+
+}  // namespace
+
+TEST_CASE("runtime graphs on two host devices, placed alternately, give bitwise the one-device results",
+          "[devices][session]") {
+  tf::cpu c0, alone;
+  tf::thread_pool c1(2);
+  tf::device_set<tf::cpu, tf::thread_pool> set;
+  set.add(c0);
+  set.add(c1);
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{5, 4}, 3);
+  auto one = tf::runtime_graph<tf::cpu>::make(parse(mlp_text));
+  REQUIRE(one.ok());
+  tf::runtime_session<tf::cpu> reference(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*one)), alone);
+  auto expected = reference.run({{"x", x}}, {"y", "c", "h"});
+  REQUIRE(expected.ok());
+  for (int threads : {0, 1, 2}) {
+    auto s = host_session::make(placed_alternately(parse(mlp_text), {"CPU:0", "/device:CPU:1"}), set,
+                                {.inter_op_threads = threads});
+    REQUIRE(s.ok());
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      tf::run_metadata meta;
+      tf::run_options trace;
+      trace.trace = tf::trace_level::full;
+      auto got = (*s)->run({{"x", x}}, {"y", "c", "h"}, {"done"}, trace, &meta);
+      REQUIRE(got.ok());
+      for (std::size_t k = 0; k < 3; ++k) CHECK(same_bits((*got)[k], (*expected)[k]));
+      // Placement in the metadata, and the step stats name each node's device.
+      bool saw_cpu1 = false;
+      for (const auto& [node, device] : meta.placement)
+        if (node == "hb") CHECK(device == "/job:localhost/replica:0/task:0/device:CPU:0");
+        else if (node == "h") saw_cpu1 = device == "/job:localhost/replica:0/task:0/device:CPU:1";
+      CHECK(saw_cpu1);
+      for (const auto& st : meta.steps)
+        if (st.node == "a") CHECK(st.device == "/job:localhost/replica:0/task:0/device:CPU:1");
+      CHECK_THAT(meta.to_chrome_trace(), Catch::Contains("\"process_name\"") && Catch::Contains("device:CPU:1"));
+    }
+    CHECK((*s)->num_executors() == 2);
+    auto dot = (*s)->to_dot({"x"}, {"y"});
+    REQUIRE(dot.ok());
+    CHECK_THAT(*dot, Catch::Contains("subgraph cluster_1") && Catch::Contains("_send/") && Catch::Contains("_recv/"));
+  }
+}
+
+TEST_CASE("1000 random DAGs with random placement over three host devices agree with one device",
+          "[devices][differential]") {
+  tf::cpu c0, c2, alone;
+  tf::thread_pool c1(2);
+  tf::device_set<tf::cpu, tf::thread_pool> set;
+  set.add(c0);
+  set.add(c1);
+  set.add(c2);
+  const std::vector<std::string> names = {"CPU:0", "CPU:1", "CPU:2", ""};
+  std::size_t transfers_seen = 0;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) {
+    const tf::test::random_dag d = tf::test::make_random_dag(seed);
+    INFO("seed " << seed << "\n" << d.text);
+    auto one = tf::runtime_graph<tf::cpu>::make(parse(d.text));
+    REQUIRE(one.ok());
+    tf::runtime_session<tf::cpu> reference(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*one)), alone);
+    const tf::tensor a = tf::test::random_tensor<float>(tf::shape{3, 4}, seed);
+    const tf::tensor b = tf::test::random_tensor<float>(tf::shape{4}, seed + 7);
+    auto expected = reference.run({{"n0", a}, {"n1", b}}, d.fetches);
+    REQUIRE(expected.ok());
+    tf::graph_def def = parse(d.text);
+    std::mt19937_64 rng(seed);
+    for (auto& n : def.nodes) n.device = names[rng() % names.size()];
+    const int threads = std::array{0, 1, 2, 4}[seed % 4];
+    auto s = host_session::make(def, set, {.inter_op_threads = threads});
+    REQUIRE(s.ok());
+    tf::run_metadata meta;
+    auto got = (*s)->run({{"n1", b}, {"n0", a}}, d.fetches, {}, {}, &meta);
+    REQUIRE(got.ok());
+    REQUIRE(got->size() == expected->size());
+    for (std::size_t k = 0; k < got->size(); ++k) REQUIRE(same_bits((*got)[k], (*expected)[k]));
+    std::set<std::string> used;
+    for (const auto& p : meta.placement) used.insert(p.second);
+    transfers_seen += used.size() > 1;
+  }
+  CHECK(transfers_seen > 900);
+}
+
+TEST_CASE("a device whose memory is not the host's: feeds copied in, fetches copied out, or kept there",
+          "[devices][remote]") {
+  tf::cpu c0;
+  tf::thread_pool c1(2);
+  remote_device r0;
+  tf::device_set<tf::cpu, tf::thread_pool, remote_device> set;
+  set.add(c0);
+  set.add(c1);
+  set.add(r0);
+  auto def = parse(R"(
+x = placeholder() dtype=f32 shape=shape[?, 4] @TEST:0
+k = const() dtype=f32 shape=shape[4] value=[1, 2, 3, 4] @TEST:0
+s = add(x, k) @TEST:0
+m = mul(s, s) @CPU:0
+r = relu(m) @TEST:0
+t = tanh(r) @TEST
+u = neg(t)
+)");
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{3, 4}, 5);
+  for (int threads : {0, 2}) {
+    auto s = mixed_session::make(def, set, {.inter_op_threads = threads});
+    REQUIRE(s.ok());
+    auto out = (*s)->run({{"x", x}}, {"u", "r", "s"});
+    REQUIRE(out.ok());
+    const auto xs = x.unchecked_values<float>();
+    for (std::size_t i = 0; i < 12; ++i) {
+      const float sv = xs[i] + static_cast<float>(i % 4 + 1);
+      CHECK((*out)[2].unchecked_values<float>()[i] == sv);
+      CHECK((*out)[1].unchecked_values<float>()[i] == std::max(sv * sv, 0.0f));
+      CHECK((*out)[0].unchecked_values<float>()[i] == Approx(-std::tanh(std::max(sv * sv, 0.0f))).margin(1e-6));
+    }
+    for (const auto& t : *out) CHECK(t.space().host_accessible());
+    tf::run_options on_device;
+    on_device.fetch_on_device = true;
+    auto kept = (*s)->run({{"x", x}}, {"r"}, {}, on_device);
+    REQUIRE(kept.ok());
+    CHECK((*kept)[0].space() == r0.space());
+    CHECK((*kept)[0].values<float>().status().code() == tf::status_code::failed_precondition);
+  }
+  CHECK(r0.copies_in > 0);   // the feed, the constant, and m coming back from CPU:0
+  CHECK(r0.copies_out > 0);  // s going to CPU:0, fetches
+}
+
+TEST_CASE("placement errors: each names the node and why; soft placement falls back", "[devices][errors]") {
+  tf::cpu c0;
+  tf::thread_pool c1(1);
+  remote_device r0;
+  tf::device_set<tf::cpu, tf::thread_pool, remote_device> set;
+  set.add(c0);
+  set.add(c1);
+  set.add(r0);
+  auto run_error = [&](std::string_view text, tf::session_options options = {}) -> tf::status {
+    auto s = mixed_session::make(parse(text), set, options);
+    if (!s.ok()) return s.status();
+    auto out = (*s)->run({}, {"y"});
+    return out.ok() ? tf::ok_status() : out.status();
+  };
+  const std::string base = "x = const() dtype=f32 shape=shape[2, 2] value=1\n";
+  auto unknown = run_error(base + "y = relu(x) @GPU:0\n");
+  CHECK(unknown.code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(unknown.message()),
+             Catch::Contains("node 'y'") && Catch::Contains("'GPU:0' matches no device") && Catch::Contains("CPU:0, CPU:1, TEST:0"));
+  auto missing = run_error(base + "y = matmul(x, x) @TEST:0\n");
+  CHECK(missing.code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(missing.message()), Catch::Contains("node 'y'") && Catch::Contains("no kernel for op matmul") &&
+                                                 Catch::Contains("soft placement"));
+  auto dtype = run_error("x = const() dtype=f64 shape=shape[2] value=1\ny = relu(x) @TEST:0\n");
+  CHECK_THAT(std::string(dtype.message()), Catch::Contains("with dtype f64") && Catch::Contains("it has kernels for: f32"));
+  CHECK(run_error(base + "y = matmul(x, x) @TEST:0\n", {.soft_placement = true}).ok());
+  auto bad_name = run_error(base + "y = relu(x) @/device:CPU:zero\n");
+  CHECK_THAT(std::string(bad_name.message()), Catch::Contains("node 'y'") && Catch::Contains("/device:CPU:zero"));
+  auto no_op = mixed_session::make(parse(base + "y = frobnicate(x)\n"), set);
+  REQUIRE(!no_op.ok());
+  CHECK_THAT(std::string(no_op.status().message()), Catch::Contains("unknown op 'frobnicate'"));
+  CHECK(mixed_session::make(parse(base), set, {.inter_op_threads = -1}).status().code() == tf::status_code::invalid_argument);
+  // A placeholder that is needed but not fed, and a feed of the wrong shape.
+  auto s = mixed_session::make(parse("x = placeholder() dtype=f32 shape=shape[2] @CPU:1\ny = relu(x) @TEST:0\n"), set);
+  REQUIRE(s.ok());
+  CHECK_THAT(std::string((*s)->run({}, {"y"}).status().message()), Catch::Contains("placeholder 'x'"));
+  CHECK_THAT(std::string((*s)->run({{"x", *tf::tensor::filled<float>(tf::shape{3}, 1.f)}}, {"y"}).status().message()),
+             Catch::Contains("feed 'x'") && Catch::Contains("shape [3]"));
+}
+
+namespace {
+
+// An op for the failure and cancellation tests: identity that sleeps, and fails when asked.
+struct probe {
+  static constexpr std::string_view name = "probe";
+  static constexpr int num_inputs = 1;
+  std::int64_t sleep_ms = 0;
+  bool fail = false;
+  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
+  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
+  friend constexpr bool operator==(const probe&, const probe&) = default;
+};
+
+template <class Op, class Device, class T>
+struct probe_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = true;
+  static tf::status compute(const Op& op, tf::kernel_context<Device>& ctx) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(op.sleep_ms));
+    if (op.fail) return tf::errors::unavailable("probe failed on purpose");
+    std::memcpy(ctx.outputs[0].data(), ctx.inputs[0].data(), ctx.inputs[0].bytes());
+    return tf::ok_status();
+  }
+};
+
+using probe_registry = tf::registry<
+    tf::kernel_list<tf::kernel_family<probe_kernel, probe, tf::devices<tf::cpu, tf::thread_pool>, tf::dtypes<float>>>,
+    tf::cpu_kernel_list>;
+using probe_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool>, probe_registry>;
+
+}  // namespace
+
+template <>
+inline constexpr auto tf::op_attributes<probe> =
+    std::tuple{tf::attribute<"sleep_ms", &probe::sleep_ms>{}, tf::attribute<"fail", &probe::fail>{}};
+
+TEST_CASE("a partition that fails mid-step, timeouts, cancellation and close with receives pending",
+          "[devices][cancel]") {
+  tf::cpu c0;
+  tf::thread_pool c1(2);
+  tf::device_set<tf::cpu, tf::thread_pool> set;
+  set.add(c0);
+  set.add(c1);
+  // CPU:1 waits in _recv for p, which CPU:0 computes slowly.
+  auto text = [](std::string_view probe_attrs) {
+    return "x = const() dtype=f32 shape=shape[4] value=1 @CPU:0\n"
+           "p = probe(x) " + std::string(probe_attrs) + " @CPU:0\n"
+           "q = relu(x) @CPU:1\n"
+           "y = add(p, q) @CPU:1\n";
+  };
+  for (int threads : {0, 2}) {
+    INFO("threads " << threads);
+    auto failing = probe_session::make(parse(text("sleep_ms=20 fail=true")), set, {.inter_op_threads = threads});
+    REQUIRE(failing.ok());
+    auto f = (*failing)->run({}, {"y"});
+    REQUIRE(!f.ok());
+    CHECK(f.status().code() == tf::status_code::unavailable);
+    CHECK_THAT(std::string(f.status().message()), Catch::Contains("node 'p'") && Catch::Contains("probe failed on purpose"));
+
+    auto slow = probe_session::make(parse(text("sleep_ms=300")), set, {.inter_op_threads = threads});
+    REQUIRE(slow.ok());
+    tf::run_options late;
+    late.timeout = std::chrono::milliseconds(30);
+    auto t = (*slow)->run({}, {"y"}, {}, late);
+    REQUIRE(!t.ok());
+    CHECK(t.status().code() == tf::status_code::deadline_exceeded);
+
+    tf::cancellation token;
+    tf::run_options cancellable;
+    cancellable.cancel = &token;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      token.cancel();
+    });
+    auto c = (*slow)->run({}, {"y"}, {}, cancellable);
+    canceller.join();
+    REQUIRE(!c.ok());
+    CHECK(c.status().code() == tf::status_code::cancelled);
+
+    auto ok = (*slow)->run({}, {"y"});
+    REQUIRE(ok.ok());
+    CHECK(*(*ok)[0].at<float>(0) == 2.0f);
+
+    std::thread closer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      (*slow)->close();
+    });
+    auto closed = (*slow)->run({}, {"y"});
+    closer.join();
+    REQUIRE(!closed.ok());
+    CHECK(closed.status().code() == tf::status_code::cancelled);
+    CHECK((*slow)->run({}, {"y"}).status().message() == "the session is closed");
+  }
+}
