@@ -180,7 +180,8 @@ TEST_CASE("validation: every error names the node and says what is wrong", "[run
   CHECK(error_of("a = relu(b)\nb = relu(a)\nc = relu(c)") == "the graph has a cycle through nodes 'a', 'b', 'c'");
   CHECK(error_of(std::string(x) + "y = relu(x, ^y)") == "the graph has a cycle through nodes 'y'");
   CHECK(error_of(std::string(x) + "y = relu(x) @/device:GPU:0") ==
-        "node 'y' (line 2): device '/device:GPU:0' is not available; this graph runs on CPU:0");
+        "node 'y' (line 2): device '/device:GPU:0' is not available; this graph runs on CPU:0 (place graphs on several "
+        "devices with a device_set)");
   CHECK(error_of("x = placeholder() dtype=i8 shape=shape[2, 2]\ny = matmul(x, x)") ==
         "node 'y' (line 2): no kernel for op matmul on device CPU with dtype i8; it has kernels for: f16, f32, f64, i32, i64");
   CHECK(error_of("x = placeholder() dtype=f32") == "node 'x' (line 1): placeholder: attribute 'shape' is required");
