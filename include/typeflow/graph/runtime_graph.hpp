@@ -199,13 +199,13 @@ class runtime_graph {
     if (d.op == "_send" || d.op == "_recv") {
       const bool recv = d.op == "_recv";
       it.kind = recv ? runtime_node_kind::recv : runtime_node_kind::send;
-      const std::string* key;
+      const std::string* key = nullptr;  // set by required(); initialised for GCC 12's -Wmaybe-uninitialized
       if (auto st = recv ? only(d, {"key", "dtype", "shape"}) : only(d, {"key"}); !st.ok()) return st;
       if (auto st = required(d, "key", key); !st.ok()) return st;
       it.key = *key;
       if (recv) {
-        const dtype* t;
-        const shape* s;
+        const dtype* t = nullptr;
+        const shape* s = nullptr;
         if (auto st = required(d, "dtype", t); !st.ok()) return st;
         if (auto st = required(d, "shape", s); !st.ok()) return st;
         it.spec = tensor_spec{*t, *s};
