@@ -7,9 +7,11 @@
 // its dtype, shape and first values; --trace writes Chrome trace JSON (open it in Perfetto).
 #include <typeflow/typeflow.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,30 @@ namespace {
 int fail(const std::string& message) {
   std::fprintf(stderr, "run_graph: %s\n", message.c_str());
   return 1;
+}
+
+std::string v_text(double v) { return tf::attr_value(v).to_string(); }
+
+// --threads N: a whole number in [0, max_pool_threads].
+tf::result<int> parse_threads(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || errno == ERANGE || n < 0 || n > tf::max_pool_threads)
+    return tf::errors::invalid_argument("--threads ", text, ": expected a whole number from 0 (run on this thread) to ",
+                                        tf::max_pool_threads);
+  return static_cast<int>(n);
+}
+
+// Writes `text` to `path`; an error names the file and why.
+tf::status write_file(const std::string& path, const std::string& text, std::string_view what) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return tf::errors::not_found("cannot write ", what, " to '", path, "': ", std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  if (std::fclose(f) != 0 || !written)
+    return tf::errors::unavailable("I/O error writing ", what, " to '", path, "': ", std::strerror(written ? errno : write_errno));
+  return tf::ok_status();
 }
 
 // "x=2x4:0.5" -> ("x", f32 [2, 4] filled with 0.5), the dtype taken from the graph.
@@ -53,16 +79,18 @@ tf::result<std::pair<std::string, tf::tensor>> parse_feed(const std::string& arg
     }
   }
   auto s = tf::shape::from_span(d);
-  if (!s.ok()) return s.status();
+  if (!s.ok()) return s.status().with_context("--feed " + arg);
   auto node = g.find(name);
   if (!node) return tf::errors::invalid_argument("--feed ", arg, ": the graph has no node '", name, "'");
   const tf::dtype type = g[*node].spec.type;
+  if (!tf::ops::detail::value_fits(value, type))
+    return tf::errors::invalid_argument("--feed ", arg, ": value ", v_text(value), " does not fit in the node's dtype ", type,
+                                        ", whose range is ", tf::ops::detail::range_of(type));
   auto t = tf::tensor::allocate(type, *s);
-  if (!t.ok()) return t.status();
+  if (!t.ok()) return t.status().with_context("--feed " + arg);
   tf::visit(type, [&](auto ty) {
     using T = typename decltype(ty)::type;
-    T* p = static_cast<T*>(t->data());
-    for (std::int64_t i = 0; i < t->num_elements(); ++i) p[i] = static_cast<T>(static_cast<float>(value));
+    std::fill_n(static_cast<T*>(t->data()), t->num_elements(), tf::ops::detail::convert_value<T>(value));
   });
   return std::pair{name, std::move(*t)};
 }
@@ -80,6 +108,8 @@ void print(const std::string& name, const tf::tensor& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A crash prints the signal, a stack trace and the node that was running (runtime/crash_handler.hpp).
+  if (auto st = tf::install_crash_handler(); !st.ok()) std::fprintf(stderr, "run_graph: no crash reports: %s\n", st.to_string().c_str());
   if (argc < 2) return fail("usage: run_graph GRAPH [--feed NAME=DIMS[:VALUE]]... [--fetch NAME]... [--target NAME]... "
                             "[--threads N] [--trace FILE.json] [--dot FILE.dot]");
   std::vector<std::string> feed_args, fetches, targets;
@@ -93,12 +123,17 @@ int main(int argc, char** argv) {
     if (a == "--feed" && v) feed_args.push_back(v);
     else if (a == "--fetch" && v) fetches.push_back(v);
     else if (a == "--target" && v) targets.push_back(v);
-    else if (a == "--threads" && v) threads = std::atoi(v);
+    else if (a == "--threads" && v) {
+      auto n = parse_threads(v);
+      if (!n.ok()) return fail(n.status().to_string());
+      threads = *n;
+    }
     else if (a == "--trace" && v) trace_path = v;
     else if (a == "--dot" && v) dot_path = v;
     else return fail("unknown or incomplete argument '" + a + "'");
   }
 
+  const tf::crash_context_scope crash_context(argv[1]);  // crash reports name the graph file as the session
   auto def = tf::load_graph(argv[1]);
   if (!def.ok()) return fail(def.status().to_string());
   auto made = tf::runtime_graph<tf::cpu>::make(std::move(*def));
@@ -114,7 +149,8 @@ int main(int argc, char** argv) {
   if (fetches.empty())
     for (const auto& it : g->items())
       if (it.consumers.empty()) fetches.push_back(it.name);
-  if (!dot_path.empty()) std::ofstream(dot_path) << g->to_dot();
+  if (!dot_path.empty())
+    if (auto st = write_file(dot_path, g->to_dot(), "the graph"); !st.ok()) return fail(st.to_string());
 
   tf::cpu device;
   tf::runtime_session<tf::cpu> session(g, device, threads);
@@ -125,7 +161,7 @@ int main(int argc, char** argv) {
   if (!out.ok()) return fail(out.status().to_string());
   for (std::size_t i = 0; i < fetches.size(); ++i) print(fetches[i], (*out)[i]);
   if (!trace_path.empty()) {
-    std::ofstream(trace_path) << metadata.to_chrome_trace();
+    if (auto st = write_file(trace_path, metadata.to_chrome_trace(), "the trace"); !st.ok()) return fail(st.to_string());
     std::printf("trace: %zu nodes written to %s\n", metadata.steps.size(), trace_path.c_str());
   }
   return 0;

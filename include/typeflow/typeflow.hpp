@@ -57,6 +57,7 @@
 #include <typeflow/registry/dispatch_table.hpp>
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>
+#include <typeflow/runtime/crash_handler.hpp>
 #include <typeflow/runtime/run_options.hpp>
 #include <typeflow/runtime/run_time_plans.hpp>
 #include <typeflow/runtime/runtime_executor.hpp>

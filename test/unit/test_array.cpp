@@ -482,7 +482,7 @@ TEST_CASE("slice reports bad begins and sizes", "[array][errors]") {
   require_error(run({.begin = {6, 0}, .size = {0, 1}}), tf::status_code::invalid_argument,
                 "slice: axis 0: begin 6 is out of range [0, 5] for input shape [5, 6]");
   require_error(run({.begin = {0, 2}, .size = {1, 5}}), tf::status_code::invalid_argument,
-                "slice: axis 1: begin 2 + size 5 = 7 exceeds dimension 6 of input shape [5, 6]");
+                "slice: axis 1: begin 2 + size 5 exceeds dimension 6 of input shape [5, 6]");
   require_error(run({.begin = {0, 0}, .size = {-2, 1}}), tf::status_code::invalid_argument,
                 "slice: axis 0: size -2 is negative (only -1, meaning to the end, is allowed)");
 }

@@ -171,7 +171,19 @@ TEST_CASE("tensors allocate, share and check their access", "[core][tensor]") {
   tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{tf::dyn, 3}), tf::status_code::invalid_argument,
                           "a dimension is unknown");
   tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{1 << 30, 1 << 30, 1 << 30}),
-                          tf::status_code::invalid_argument, "too many elements");
+                          tf::status_code::invalid_argument,
+                          "cannot allocate a tensor: shape [1073741824, 1073741824, 1073741824] is too large: its "
+                          "dimensions multiply past 1152921504606846975 elements");
+  // Sizes are checked before anything multiplies them: these wrap around in 64 bits.
+  tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{4294967296, 4294967296}),
+                          tf::status_code::invalid_argument, "is too large");
+  tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{0, 4294967296, 4294967296}),
+                          tf::status_code::invalid_argument, "is too large");
+  {
+    const std::int64_t huge[] = {9223372036854775807};
+    tf::test::require_error(tf::shape::from_span(huge), tf::status_code::invalid_argument,
+                            "shape [9223372036854775807] is too large");
+  }
   tf::test::require_error(tf::tensor::allocate(static_cast<tf::dtype>(77), tf::shape{1}),
                           tf::status_code::invalid_argument, "invalid dtype code 77");
   tf::test::require_error(tf::tensor::from_values<float>({1, 2, 3}, tf::shape{2, 2}), tf::status_code::invalid_argument,

@@ -56,5 +56,7 @@ TEST_CASE("a missing kernel is described with the dtypes that exist", "[registry
   // An empty registry has nothing.
   STATIC_REQUIRE(!tf::registry<>::has_kernel<tf::ops::exp, tf::cpu, float>);
   CHECK(tf::registry<>::missing_kernel_message<tf::ops::exp, tf::cpu, float>().view() ==
-        "no kernel for op exp on device CPU with dtype f32; this op has no kernel on this device for any dtype");
+        "no kernel for op exp on device CPU with dtype f32; this op has no kernel on this device for any dtype in this "
+        "registry. If it is an op of your own, give the session a registry that lists its kernels first: "
+        "tf::session<Graph, Device, tf::registry<my_kernels, tf::cpu_kernel_list>> (README: \"Add an op and a kernel\")");
 }

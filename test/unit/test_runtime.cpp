@@ -134,15 +134,26 @@ TEST_CASE("text format: malformed input gives the line, the column and what was 
       {"y = relu(x", "line 1, column 11: expected ',' or ')' in the input list, found the end of the line"},
       {"y = relu(x:)", "line 1, column 12: expected a port number after ':', found ')'"},
       {"x = placeholder() dtype", "line 1, column 24: expected '=' after attribute 'dtype', found the end of the line"},
-      {"x = placeholder() dtype=", "line 1, column 25: expected a value, found the end of the line"},
-      {"x = const() value=1.2.3", "line 1, column 19: expected a number, found '1.2.3'"},
-      {"x = const() value=99999999999999999999", "line 1, column 19: expected an integer that fits in 64 bits, found '99999999999999999999'"},
+      {"x = placeholder() dtype=", "line 1, column 25: attribute 'dtype': expected a value, found the end of the line"},
+      {"x = const() value=1.2.3", "line 1, column 19: attribute 'value': expected a number, found '1.2.3'"},
+      {"x = const() value=99999999999999999999",
+       "line 1, column 19: attribute 'value': expected an integer in [-9223372036854775808, 9223372036854775807], found "
+       "'99999999999999999999'"},
       {"x = const() value=\"abc", "line 1, column 19: the string is not closed by '\"'"},
-      {"x = const() value=[1, 2", "line 1, column 24: expected ',' or ']' in the list, found the end of the line"},
-      {"x = const() value=[1, \"a\"]", "line 1, column 26: expected list elements of one type (numbers or strings), found ']'"},
-      {"x = placeholder() shape=shape[2, -1]", "line 1, column 34: expected a dimension: a non-negative integer or '?', found '-1]'"},
-      {"x = placeholder() shape=shape[2, 3", "line 1, column 35: expected ',' or ']' in the shape, found the end of the line"},
-      {"x = placeholder() dtype=float128", "line 1, column 25: expected a value (number, true, false, \"string\", dtype, shape[...], [list]), found 'float128'"},
+      {"x = const() value=1e999", "line 1, column 19: attribute 'value': expected a number in the range of a double, found '1e999'"},
+      {"x = const() value=+-1", "line 1, column 19: attribute 'value': expected a number, found '+-1'"},
+      {"x = placeholder() shape=shape[9223372036854775807]",
+       "line 1: attribute 'shape': shape [9223372036854775807] is too large: its dimensions multiply past "
+       "1152921504606846975 elements"},
+      {"x = placeholder() shape=shape[9223372036854775808]",
+       "line 1, column 31: attribute 'shape': expected an integer in [-9223372036854775808, 9223372036854775807], found "
+       "'9223372036854775808]'"},
+
+      {"x = const() value=[1, 2", "line 1, column 24: attribute 'value': expected ',' or ']' in the list, found the end of the line"},
+      {"x = const() value=[1, \"a\"]", "line 1, column 26: attribute 'value': expected list elements of one type (numbers or strings), found ']'"},
+      {"x = placeholder() shape=shape[2, -1]", "line 1, column 34: attribute 'shape': expected a dimension: a non-negative integer or '?', found '-1]'"},
+      {"x = placeholder() shape=shape[2, 3", "line 1, column 35: attribute 'shape': expected ',' or ']' in the shape, found the end of the line"},
+      {"x = placeholder() dtype=float128", "line 1, column 25: attribute 'dtype': expected a value (number, true, false, \"string\", dtype, shape[...], [list]), found 'float128'"},
       {"x = placeholder() dtype=f32 dtype=f64", "line 1, column 29: attribute 'dtype' is given twice"},
       {"x = placeholder() @", "line 1, column 20: expected a device after '@', found the end of the line"},
       {"x = placeholder() @CPU:0 dtype=f32", "line 1, column 26: expected the end of the line after the device, found 'dtype=f32'"},
@@ -158,13 +169,92 @@ TEST_CASE("text format: malformed input gives the line, the column and what was 
   auto missing = tf::load_graph("/nonexistent/graph.tfg");
   REQUIRE(!missing.ok());
   CHECK(missing.status().code() == tf::status_code::not_found);
-  CHECK(missing.status().message() == "cannot open graph file '/nonexistent/graph.tfg'");
+  CHECK(missing.status().message() == "cannot open graph file '/nonexistent/graph.tfg': No such file or directory");
+}
+
+TEST_CASE("text format: numbers are read exactly, integers as integers", "[runtime][text]") {
+  auto attr = [](std::string_view text) {
+    auto def = tf::parse_graph(std::string("x = const() v=") + std::string(text));
+    REQUIRE(def.ok());
+    return *def->nodes[0].attrs.find("v");
+  };
+  // Past 2^53 a double would round these; they stay exact.
+  CHECK(*attr("9007199254740993").get<std::int64_t>() == 9007199254740993);
+  CHECK(*attr("9223372036854775807").get<std::int64_t>() == 9223372036854775807);
+  CHECK(*attr("-9223372036854775808").get<std::int64_t>() == std::numeric_limits<std::int64_t>::min());
+  CHECK((*attr("[9007199254740993, -1]").get<std::vector<std::int64_t>>() == std::vector<std::int64_t>{9007199254740993, -1}));
+  // inf and nan as single values, as to_text writes them.
+  CHECK(*attr("inf").get<double>() == std::numeric_limits<double>::infinity());
+  CHECK(*attr("-inf").get<double>() == -std::numeric_limits<double>::infinity());
+  CHECK(*attr("+inf").get<double>() == std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(*attr("nan").get<double>()));
+  CHECK(std::isnan(attr("[1, nan]").get<std::vector<double>>()->at(1)));
+  for (double v : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), 0.1, -2.5e300}) {
+    const tf::attr_value a(v);
+    CHECK(attr(a.to_string()) == a);  // round-trips
+  }
+}
+
+TEST_CASE("load_graph: only regular files, a size limit, I/O errors as I/O errors", "[runtime][text]") {
+  tf::test::require_error(tf::load_graph("/dev/zero"), tf::status_code::invalid_argument,
+                          "graph file '/dev/zero' is not a regular file");
+  tf::test::require_error(tf::load_graph("/tmp"), tf::status_code::invalid_argument, "graph file '/tmp' is a directory");
+  // /proc/self/mem is a regular file whose first page cannot be read.
+  tf::test::require_error(tf::load_graph("/proc/self/mem"), tf::status_code::unavailable,
+                          "I/O error reading graph file '/proc/self/mem' after 0 bytes: Input/output error");
+  const std::string path = "typeflow_test_load_graph.tfg";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("x = placeholder() dtype=f32 shape=shape[2]\ny = relu(x)\n", f);
+    std::fclose(f);
+  }
+  CHECK(tf::load_graph(path).ok());
+  tf::test::require_error(tf::load_graph(path, {.max_bytes = 10}), tf::status_code::resource_exhausted,
+                          "graph file 'typeflow_test_load_graph.tfg' is larger than the limit of 10 bytes");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("hostile values: out-of-range attributes and constants are errors naming them", "[runtime][validation]") {
+  constexpr std::string_view x = "x = placeholder() dtype=f32 shape=shape[2, 3]\n";
+  CHECK(error_of("c = const() dtype=i8 shape=shape[2] value=[1, 1000]") ==
+        "node 'c' (line 1): const: value 1000 (index 1) does not fit in dtype i8, whose range is [-128, 127]");
+  CHECK(error_of("c = const() dtype=i32 shape=shape[1] value=[inf]") ==
+        "node 'c' (line 1): const: value inf does not fit in dtype i32, whose range is [-2147483648, 2147483647]");
+  CHECK(error_of("c = const() dtype=u8 shape=shape[] value=nan") ==
+        "node 'c' (line 1): const: value nan does not fit in dtype u8, whose range is [0, 255]");
+  CHECK_THAT(error_of("c = const() dtype=f32 shape=shape[] value=1e300"),
+             Catch::Contains("const: value 1.0000000000000001e+300 does not fit in dtype f32"));
+  CHECK_THAT(error_of(std::string(x) + "y = softmax(x) axis=9223372036854775807"),
+             Catch::Contains("softmax: axis 9223372036854775807 is out of range for an input of rank 2"));
+  CHECK(error_of(std::string(x) + "y = reshape(x) shape=[4294967296, 4294967296, -1]") ==
+        "node 'y' (line 2): op reshape: attribute 'shape': shape [4294967296, 4294967296, ?] is too large: its dimensions "
+        "multiply past 1152921504606846975 elements");
+  CHECK_THAT(error_of(std::string(x) + "y = slice(x) begin=[0, 1] size=[1, 9223372036854775807]"),
+             Catch::Contains("slice: axis 1: begin 1 + size 9223372036854775807 exceeds dimension 3"));
+  CHECK_THAT(error_of(std::string(x) + "y = pad(x) paddings=[0, 0, 9223372036854775807, 1]"),
+             Catch::Contains("larger than 64 bits hold"));
+  CHECK_THAT(error_of(std::string(x) + "y = fill() shape=shape[1152921504606846976] value=1 dtype=f32"),
+             Catch::Contains("shape [1152921504606846976] is too large"));
+  CHECK(error_of(std::string(x) + "y = concat(x, x) axis=-9223372036854775808") ==
+        "node 'y' (line 2): concat: axis -9223372036854775808 is out of range for rank 2");
+  CHECK_THAT(error_of("x = placeholder() dtype=f32 shape=shape[1, 8, 8, 1]\ny = max_pool2d(x) window_h=9223372036854775807"),
+             Catch::Contains("max_pool2d: windows and strides must be at most 2147483647"));
+  CHECK_THAT(error_of("x = placeholder() dtype=f32 shape=shape[1, 8, 8, 1]\nf = placeholder() dtype=f32 shape=shape[3, 3, 1, 1]\n"
+                      "y = conv2d(x, f) dilation_h=4611686018427387904"),
+             Catch::Contains("conv2d: strides and dilations must be at most 2147483647"));
+  // Two dimensions fine alone whose product is not: the op's output is refused.
+  CHECK_THAT(error_of("a = placeholder() dtype=f32 shape=shape[1073741824, 1]\nb = placeholder() dtype=f32 shape=shape[1, 1073741824]\n"
+                      "y = add(a, b)"),
+             Catch::Contains("add: output shape [1073741824, 1073741824] is too large"));
 }
 
 TEST_CASE("validation: every error names the node and says what is wrong", "[runtime][validation]") {
   constexpr std::string_view x = "x = placeholder() dtype=f32 shape=shape[2, 3]\n";
   CHECK(error_of(std::string(x) + "y = frobnicate(x)") ==
-        "node 'y' (line 2): unknown op 'frobnicate' (no kernel list of this registry has it for device CPU)");
+        "node 'y' (line 2): unknown op 'frobnicate' (no kernel list of this registry has it for device CPU; an op of your "
+        "own needs a registry that lists its kernels: runtime_graph<Device, tf::registry<my_kernels, tf::cpu_kernel_list>> "
+        "and the same registry for runtime_session)");
   CHECK(error_of(std::string(x) + "x = relu(x)") == "node 'x' (line 2): duplicate name (also node 0)");
   CHECK(error_of(std::string(x) + "y = relu(z)") == "node 'y' (line 2): input 'z' names no node in the graph");
   CHECK(error_of(std::string(x) + "y = relu(x:1)") ==

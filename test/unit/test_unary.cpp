@@ -166,6 +166,52 @@ TEMPLATE_LIST_TEST_CASE("cast converts between every pair of dtypes", "[unary][c
   check_cast<Eigen::bfloat16, float>(device);
 }
 
+namespace {
+
+// Every float the saturating cast must define, through every float dtype into every integer one.
+template <class From, class To, class Device>
+void check_saturating_cast(Device& device) {
+  INFO("cast " << tf::name_of(tf::dtype_of<From>) << " -> " << tf::name_of(tf::dtype_of<To>));
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> in = {std::nan(""), inf, -inf, 1e30, -1e30, 3e9, -3e9, 1e19, -1e19, 300.0, -300.0, 2.9, -2.9, 0.0};
+  std::vector<From> values;
+  for (double v : in) values.push_back(static_cast<From>(static_cast<float>(v)));  // through float: half and bf16 saturate to inf
+  auto x = tf::tensor::from_values<From>(values, tf::shape{static_cast<std::int64_t>(values.size())});
+  REQUIRE(x.ok());
+  auto y = tf::call<From>(device, tf::ops::cast{.to = tf::dtype_of<To>}, *x);
+  REQUIRE(y.ok());
+  const auto out = y->template unchecked_values<To>();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = tf::test::to_double(values[i]);
+    INFO("element " << i << " = " << v);
+    To expected = 0;
+    if (std::isnan(v)) expected = 0;
+    else if (v >= static_cast<double>(std::numeric_limits<To>::max())) expected = std::numeric_limits<To>::max();
+    else if (v <= static_cast<double>(std::numeric_limits<To>::min())) expected = std::numeric_limits<To>::min();
+    else expected = static_cast<To>(std::trunc(v));
+    CHECK(static_cast<std::int64_t>(out[i]) == static_cast<std::int64_t>(expected));
+  }
+}
+
+template <class From, class Device>
+void check_saturating_cast_from(Device& d) {
+  check_saturating_cast<From, std::int8_t>(d);
+  check_saturating_cast<From, std::uint8_t>(d);
+  check_saturating_cast<From, std::int32_t>(d);
+  check_saturating_cast<From, std::int64_t>(d);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("cast of NaN, infinities and out-of-range floats to integers saturates, NaN to 0",
+                        "[unary][cast]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  check_saturating_cast_from<float>(device);
+  check_saturating_cast_from<double>(device);
+  check_saturating_cast_from<Eigen::half>(device);
+  check_saturating_cast_from<Eigen::bfloat16>(device);
+}
+
 TEST_CASE("unary shape inference at compile time", "[unary][static]") {
   using tf::spec;
   using tf::static_shape;

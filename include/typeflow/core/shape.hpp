@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 
+#include <typeflow/core/detail/checked_int.hpp>
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/status.hpp>
 
@@ -23,6 +25,10 @@ inline constexpr std::int64_t dyn = -1;
 
 // Tensors have at most this many dimensions (TensorFlow's Eigen kernels stop at 8 too).
 inline constexpr std::size_t max_rank = 8;
+
+// The most elements a shape may describe, so that its size in bytes (8 at most an element) and
+// every sum or product of its dimensions fits in int64: 2^60 - 1.
+inline constexpr std::int64_t max_num_elements = std::numeric_limits<std::int64_t>::max() / 8;
 
 // The members are public so that a shape is a structural type and can be a template argument
 // (op attributes such as reshape's target are shapes). Invariant: rank <= max_rank and
@@ -48,7 +54,22 @@ struct shape {
       if (v < 0 && v != dyn) return errors::invalid_argument("dimension ", v, " is negative");
       s.dims[s.rank_value++] = v;
     }
+    if (auto st = s.check_size(); !st.ok()) return st;
     return s;
+  }
+
+  // ok when the known, non-zero dimensions multiply to at most max_num_elements; then
+  // num_elements(), product() and the sums shape inference makes cannot overflow. Every shape
+  // from outside (files, attributes, op outputs) is checked so.
+  constexpr status check_size() const {
+    std::int64_t n = 1;
+    for (auto d : *this) {
+      if (d == dyn || d == 0) continue;
+      if (!detail::checked_mul(n, d, n) || n > max_num_elements)
+        return errors::invalid_argument("shape ", *this, " is too large: its dimensions multiply past ",
+                                        max_num_elements, " elements");
+    }
+    return ok_status();
   }
 
   constexpr std::size_t rank() const noexcept { return rank_value; }

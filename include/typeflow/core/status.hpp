@@ -7,9 +7,11 @@
 
 #include <cassert>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <typeflow/core/detail/format.hpp>
@@ -147,5 +149,24 @@ class [[nodiscard]] result {
   typeflow::status status_;
   std::optional<T> value_;
 };
+
+namespace detail {
+
+// Runs f(), a body that returns a status or result, and turns std::bad_alloc and std::system_error
+// thrown on this thread into a status naming `what`: status-returning APIs throw nothing.
+template <class F>
+auto status_boundary(std::string_view what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return errors::resource_exhausted(what, ": out of memory");
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory)
+      return errors::resource_exhausted(what, ": ", e.what());
+    return errors::internal(what, ": ", e.what());
+  }
+}
+
+}  // namespace detail
 
 } // namespace typeflow

@@ -43,13 +43,9 @@ class tensor {
     if (!is_valid(type)) return errors::invalid_argument("invalid dtype code ", static_cast<int>(type));
     if (!s.is_fully_defined())
       return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": a dimension is unknown");
-    std::int64_t n = 1;
-    for (auto d : s) {
+    for (auto d : s)
       if (d < 0) return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": negative dimension");
-      if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d / 8)
-        return errors::invalid_argument("cannot allocate a tensor of shape ", s, ": too many elements");
-      n *= d;
-    }
+    if (auto st = s.check_size(); !st.ok()) return st.with_context("cannot allocate a tensor");
     return ok_status();
   }
 

@@ -232,26 +232,35 @@ class runtime_graph {
       if (!s->is_fully_defined()) return errors::invalid_argument("const: shape ", *s, " has an unknown dimension");
       const attr_value* v = d.attrs.find("value");
       if (v == nullptr) return errors::invalid_argument("const: attribute 'value' is required");
-      std::vector<double> values;
-      if (const auto* f = v->get<std::vector<double>>()) values = *f;
-      else if (const auto* i = v->get<std::vector<std::int64_t>>()) values.assign(i->begin(), i->end());
-      else if (const double* x = v->get<double>()) values = {*x};
-      else if (const std::int64_t* x = v->get<std::int64_t>()) values = {static_cast<double>(*x)};
-      else if (const bool* x = v->get<bool>()) values = {*x ? 1.0 : 0.0};
+      // The values as written: integers exactly, or doubles.
+      std::vector<std::int64_t> ints;
+      std::vector<double> floats;
+      if (const auto* f = v->get<std::vector<double>>()) floats = *f;
+      else if (const auto* i = v->get<std::vector<std::int64_t>>()) ints = *i;
+      else if (const double* x = v->get<double>()) floats = {*x};
+      else if (const std::int64_t* x = v->get<std::int64_t>()) ints = {*x};
+      else if (const bool* x = v->get<bool>()) ints = {*x ? 1 : 0};
       else return errors::invalid_argument("const: attribute 'value' must be a number or a list of numbers, got ", to_string(v->type()));
       if (auto st = tensor::check_allocatable(*t, *s); !st.ok()) return st;
       const auto count = static_cast<std::size_t>(s->num_elements());
-      if (values.size() != count && values.size() != 1)
-        return errors::invalid_argument("const: ", values.size(), " values for shape ", *s, " (", count, " elements)");
+      const std::size_t given = ints.size() + floats.size();
+      if (given != count && given != 1)
+        return errors::invalid_argument("const: ", given, " values for shape ", *s, " (", count, " elements)");
+      for (std::size_t k = 0; k < given; ++k) {
+        const bool fits = ints.empty() ? ops::detail::value_fits(floats[k], *t) : ops::detail::value_fits(ints[k], *t);
+        if (!fits)
+          return errors::invalid_argument("const: value ", ints.empty() ? attr_value(floats[k]).to_string() : attr_value(ints[k]).to_string(),
+                                          given == 1 ? std::string() : detail::cat(" (index ", k, ")").str(),
+                                          " does not fit in dtype ", *t, ", whose range is ", ops::detail::range_of(*t));
+      }
       auto made = tensor::allocate(*t, *s);
       if (!made.ok()) return made.status();
       visit(*t, [&](auto type) {
         using T = typename decltype(type)::type;
         T* p = static_cast<T*>(made->data());
         for (std::size_t k = 0; k < count; ++k) {
-          const double x = values.size() == 1 ? values[0] : values[k];
-          if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) p[k] = T(static_cast<float>(x));
-          else p[k] = static_cast<T>(x);
+          const std::size_t at = given == 1 ? 0 : k;
+          p[k] = ints.empty() ? ops::detail::convert_value<T>(floats[at]) : ops::detail::convert_value<T>(ints[at]);
         }
       });
       it.value = std::move(*made);
@@ -261,7 +270,9 @@ class runtime_graph {
     const auto* entry = table::find_op(d.op);
     if (entry == nullptr) {
       return errors::invalid_argument("unknown op '", d.op, "' (no kernel list of this registry has it for device ",
-                                      Device::device_type, ")");
+                                      Device::device_type, "; an op of your own needs a registry that lists its kernels: ",
+                                      "runtime_graph<Device, tf::registry<my_kernels, tf::cpu_kernel_list>> and the same "
+                                      "registry for runtime_session)");
     }
     auto op = entry->make(d.attrs);
     if (!op.ok()) return op.status();

@@ -3,20 +3,25 @@
 //   name = op(input, input:0, ^control) attr=value attr=value @device   # comment
 // parse_graph(text) -> graph_def, or invalid_argument "line L, column C: what was expected";
 // to_text(graph_def) writes what parse_graph reads back to the same graph_def; load_graph(path)
-// reads a file (not_found naming the path when it cannot).
+// reads a file (errors name the path; see load_options).
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/dtype.hpp>
@@ -61,7 +66,12 @@ class graph_text_parser {
   }
   status error(std::string_view what) const {
     std::string found = at_end() ? std::string("the end of the line") : "'" + std::string(line_.substr(pos_, 24)) + "'";
-    return errors::invalid_argument("line ", line_number_, ", column ", pos_ + 1, ": expected ", what, ", found ", found);
+    return errors::invalid_argument("line ", line_number_, ", column ", pos_ + 1, ": ", attribute_context(), "expected ",
+                                    what, ", found ", found);
+  }
+  // "attribute 'axis': " while a value is parsed, so that errors name it.
+  std::string attribute_context() const {
+    return attribute_.empty() ? std::string() : "attribute '" + std::string(attribute_) + "': ";
   }
   bool accept(char c) {
     skip_space();
@@ -122,7 +132,9 @@ class graph_text_parser {
       const std::string name(word());
       if (name.empty()) return error("an attribute name=value, '@device' or the end of the line");
       if (!accept('=')) return error("'=' after attribute '" + name + "'");
+      attribute_ = name;
       auto value = parse_value();
+      attribute_ = {};
       if (!value.ok()) return value.status();
       if (!n.attrs.set(name, std::move(*value))) {
         pos_ = attr_column;
@@ -143,17 +155,17 @@ class graph_text_parser {
     }
     if (c == '[') return parse_list();
     if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) {
-      bool is_int = false;
-      auto number = parse_number(is_int);
+      auto number = parse_number();
       if (!number.ok()) return number.status();
-      if (is_int) return attr_value(static_cast<std::int64_t>(*number));
-      return attr_value(*number);
+      return number->is_int ? attr_value(number->i) : attr_value(number->d);
     }
     const std::size_t start = pos_;
     const std::string_view w = word();
     if (w == "true") return attr_value(true);
     if (w == "false") return attr_value(false);
     if (w == "shape") return parse_shape();
+    if (w == "inf") return attr_value(std::numeric_limits<double>::infinity());
+    if (w == "nan") return attr_value(std::numeric_limits<double>::quiet_NaN());
     if (dtype d; parse_dtype(w, d)) return attr_value(d);
     pos_ = start;
     return error("a value (number, true, false, \"string\", dtype, shape[...], [list])");
@@ -175,27 +187,29 @@ class graph_text_parser {
     return s;
   }
 
-  // An integer when `is_int` (no '.', exponent, inf or nan), else a double.
-  result<double> parse_number(bool& is_int) {
+  // A number as written: an integer (no '.', exponent, inf or nan), read exactly as an int64,
+  // or a double. Never converted from one to the other here.
+  struct number {
+    bool is_int = false;
+    std::int64_t i = 0;
+    double d = 0;
+  };
+  result<number> parse_number() {
     const std::size_t start = pos_;
     while (pos_ < line_.size() && (std::isalnum(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '.' ||
                                    line_[pos_] == '-' || line_[pos_] == '+'))
       ++pos_;
     std::string_view t = line_.substr(start, pos_ - start);
-    if (!t.empty() && t[0] == '+') t.remove_prefix(1);
-    is_int = t.find_first_of(".eEnN") == std::string_view::npos;
-    if (is_int) {
-      std::int64_t v = 0;
-      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (ec == std::errc() && p == t.data() + t.size()) return static_cast<double>(v);
-      pos_ = start;
-      return error(ec == std::errc::result_out_of_range ? "an integer that fits in 64 bits" : "a number");
-    }
-    double v = 0;
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec == std::errc() && p == t.data() + t.size()) return v;
+    if (t.size() > 1 && t[0] == '+' && t[1] != '-') t.remove_prefix(1);
+    number n;
+    n.is_int = t.find_first_of(".eEnN") == std::string_view::npos;
+    const auto [p, ec] = n.is_int ? std::from_chars(t.data(), t.data() + t.size(), n.i)
+                                  : std::from_chars(t.data(), t.data() + t.size(), n.d);
+    if (ec == std::errc() && p == t.data() + t.size()) return n;
     pos_ = start;
-    return error(ec == std::errc::result_out_of_range ? "a number in the range of a double" : "a number");
+    if (ec == std::errc::result_out_of_range)
+      return error(n.is_int ? "an integer in [-9223372036854775808, 9223372036854775807]" : "a number in the range of a double");
+    return error("a number");
   }
 
   result<attr_value> parse_shape() {
@@ -208,20 +222,19 @@ class graph_text_parser {
           dims.push_back(dyn);
           continue;
         }
-        bool is_int = false;
         const std::size_t at = pos_;
-        auto d = parse_number(is_int);
+        auto d = parse_number();
         if (!d.ok()) return d.status();
-        if (!is_int || *d < 0) {
+        if (!d->is_int || d->i < 0) {
           pos_ = at;
           return error("a dimension: a non-negative integer or '?'");
         }
-        dims.push_back(static_cast<std::int64_t>(*d));
+        dims.push_back(d->i);
       } while (accept(','));
       if (!accept(']')) return error("',' or ']' in the shape");
     }
     auto s = shape::from_span(std::span<const std::int64_t>(dims));
-    if (!s.ok()) return errors::invalid_argument("line ", line_number_, ": ", s.status().message());
+    if (!s.ok()) return errors::invalid_argument("line ", line_number_, ": ", attribute_context(), s.status().message());
     return attr_value(*s);
   }
 
@@ -240,12 +253,11 @@ class graph_text_parser {
           strings.push_back(std::move(*s));
           any_string = true;
         } else {
-          bool is_int = false;
-          auto v = parse_number(is_int);
+          auto v = parse_number();
           if (!v.ok()) return v.status();
-          all_int = all_int && is_int;
-          ints.push_back(static_cast<std::int64_t>(*v));
-          floats.push_back(*v);
+          all_int = all_int && v->is_int;
+          ints.push_back(v->i);
+          floats.push_back(v->is_int ? static_cast<double>(v->i) : v->d);
           any_number = true;
         }
         if (any_string && any_number) return error("list elements of one type (numbers or strings)");
@@ -262,6 +274,7 @@ class graph_text_parser {
   std::size_t line_start_ = 0;
   std::size_t pos_ = 0;
   int line_number_ = 1;
+  std::string_view attribute_;  // the attribute whose value is being parsed, if any
 };
 
 }  // namespace detail
@@ -284,12 +297,47 @@ inline std::string to_text(const graph_def& g) {
   return t.str();
 }
 
-inline result<graph_def> load_graph(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return errors::not_found("cannot open graph file '", path, "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  auto g = parse_graph(s.str());
+// How load_graph reads a file.
+struct load_options {
+  // A larger file is refused (resource_exhausted) before it is read.
+  std::size_t max_bytes = std::size_t{256} << 20;
+};
+
+// The graph in the text file at `path`. Only regular files are read (a directory, a device such as
+// /dev/zero or a pipe is invalid_argument); one that cannot be opened is not_found, one larger than
+// options.max_bytes is resource_exhausted, a read that fails is unavailable ("I/O error"), and a
+// parse error is invalid_argument prefixed by the path.
+inline result<graph_def> load_graph(const std::string& path, const load_options& options = {}) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errors::not_found("cannot open graph file '", path, "': ", std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_on_return{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return errors::unavailable("I/O error on graph file '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return errors::invalid_argument("graph file '", path, "' is ", S_ISDIR(info.st_mode) ? "a directory" : "not a regular file",
+                                    "; give the path of a text-format graph");
+  const auto too_large = [&] {
+    return errors::resource_exhausted("graph file '", path, "' is larger than the limit of ", options.max_bytes,
+                                      " bytes (load_options::max_bytes)");
+  };
+  if (static_cast<std::uint64_t>(info.st_size) > options.max_bytes) return too_large();
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errors::unavailable("I/O error reading graph file '", path, "' after ", text.size(), " bytes: ",
+                                 std::strerror(errno));
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<std::size_t>(n) > options.max_bytes) return too_large();  // it grew
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  auto g = parse_graph(text);
   if (!g.ok()) return g.status().with_context(path);
   return g;
 }

@@ -7,9 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
+#include <typeflow/core/detail/checked_int.hpp>
 #include <typeflow/core/int_list.hpp>
 #include <typeflow/ops/detail/checks.hpp>
 #include <typeflow/ops/op.hpp>
@@ -18,28 +22,62 @@ namespace typeflow::ops {
 
 namespace detail {
 
-// True when converting `v` to the element type of integer dtype `d` is defined: v truncated
-// toward zero lies in the type's range (and v is not NaN). Other dtypes accept any value
-// (floats round, bool is v != 0).
+// True when converting `v` to dtype d's element type is defined: for integer dtypes, v truncated
+// toward zero lies in the type's range (and v is not NaN); for f32, f16 and bf16 (converted
+// through float), v is not a finite value beyond float's range (infinities and NaN convert).
+// f64 takes anything; bool is v != 0.
 constexpr bool value_fits(double v, dtype d) {
+  constexpr double float_max = 3.4028234663852886e38;
   switch (d) {
     case dtype::i8: return v > -129.0 && v < 128.0;
     case dtype::u8: return v > -1.0 && v < 256.0;
     case dtype::i32: return v > -2147483649.0 && v < 2147483648.0;
     case dtype::i64: return v >= -0x1p63 && v < 0x1p63;  // no double lies strictly between -2^63-1 and -2^63
+    case dtype::f32:
+    case dtype::f16:
+    case dtype::bf16: {
+      constexpr double inf = std::numeric_limits<double>::infinity();
+      return !(v > float_max && v < inf) && !(v < -float_max && v > -inf);
+    }
+    default: return true;
+  }
+}
+// The same for an integer value, exactly (no rounding through double).
+constexpr bool value_fits(std::int64_t v, dtype d) {
+  switch (d) {
+    case dtype::i8: return std::in_range<std::int8_t>(v);
+    case dtype::u8: return std::in_range<std::uint8_t>(v);
+    case dtype::i32: return std::in_range<std::int32_t>(v);
     default: return true;
   }
 }
 
-// "[0, 255]": the range an integer dtype holds, for messages.
+// "[0, 255]": the range a dtype holds, for messages.
 constexpr std::string_view range_of(dtype d) {
   switch (d) {
     case dtype::i8: return "[-128, 127]";
     case dtype::u8: return "[0, 255]";
     case dtype::i32: return "[-2147483648, 2147483647]";
     case dtype::i64: return "[-9223372036854775808, 9223372036854775807]";
+    case dtype::f32:
+    case dtype::f16:
+    case dtype::bf16: return "[-3.40282e+38, 3.40282e+38] (float), inf and nan";
     default: return "any value";
   }
+}
+
+// The element type's representation of `v`, which value_fits(v, dtype_of<T>) accepted.
+template <class T>
+constexpr T convert_value(double v) {
+  if constexpr (std::is_same_v<T, bool>) return v != 0;
+  else if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+template <class T>
+constexpr T convert_value(std::int64_t v) {
+  if constexpr (std::is_same_v<T, bool>) return v != 0;
+  else if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
 }
 
 // An op's `value` attribute, converted to dtype d when the kernel runs: it must fit.
@@ -81,8 +119,9 @@ struct reshape {
       } else if (to[i] < 0) {
         return errors::invalid_argument(name, ": target shape ", to, " has negative dimension ", to[i],
                                         " at index ", i);
-      } else {
-        target_count *= to[i];
+      } else if (!typeflow::detail::checked_mul(target_count, to[i], target_count) || target_count > max_num_elements) {
+        return errors::invalid_argument(name, ": target shape ", to, " has more than ", max_num_elements,
+                                        " elements");
       }
     }
     const std::int64_t count = detail::known_num_elements(x);
@@ -189,7 +228,9 @@ struct concat {
                                         ") but input 0 has rank ", first.rank(), " (shape ", first, ")");
       for (std::size_t d = 0; d < s.rank(); ++d) {
         if (d == *a) {
-          out[d] = (out[d] == dyn || s[d] == dyn) ? dyn : out[d] + s[d];
+          if (out[d] != dyn && s[d] != dyn && !typeflow::detail::checked_add(out[d], s[d], out[d]))
+            return errors::invalid_argument(name, ": the inputs' sizes along axis ", *a, " add up past 64 bits");
+          if (s[d] == dyn) out[d] = dyn;
         } else if (!detail::compatible(out[d], s[d])) {
           return errors::invalid_argument(name, ": input ", i, " has shape ", s, " and input 0 has shape ", first,
                                           ": dimension ", d, " is ", s[d], " vs ", out[d],
@@ -231,9 +272,9 @@ struct slice {
       if (n < -1)
         return errors::invalid_argument(name, ": axis ", i, ": size ", n,
                                         " is negative (only -1, meaning to the end, is allowed)");
-      if (n != -1 && d != dyn && b + n > d)
-        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " = ", b + n,
-                                        " exceeds dimension ", d, " of input shape ", x);
+      if (std::int64_t end = 0; n != -1 && d != dyn && (!typeflow::detail::checked_add(b, n, end) || end > d))
+        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " exceeds dimension ", d,
+                                        " of input shape ", x);
       out.push_back(n != -1 ? n : d == dyn ? dyn : d - b);
     }
     return out;
@@ -267,7 +308,12 @@ struct pad {
       if (before < 0 || after < 0)
         return errors::invalid_argument(name, ": paddings ", paddings, " for axis ", i, " are (", before, ", ",
                                         after, "); paddings must be >= 0");
-      out.push_back(x[i] == dyn ? dyn : x[i] + before + after);
+      std::int64_t padded = x[i];
+      if (padded != dyn && (!typeflow::detail::checked_add(padded, before, padded) ||
+                            !typeflow::detail::checked_add(padded, after, padded)))
+        return errors::invalid_argument(name, ": paddings ", paddings, " for axis ", i, " make dimension ", x[i],
+                                        " of input shape ", x, " larger than 64 bits hold");
+      out.push_back(padded);
     }
     return out;
   }

@@ -11,10 +11,13 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <typeflow/core/detail/fixed_string.hpp>
@@ -142,11 +145,20 @@ status read_attr(std::string_view op, std::string_view name, const attr_value& v
   } else if constexpr (std::is_integral_v<V>) {
     const std::int64_t* i = value.get<std::int64_t>();
     if (!i) return wrong();
+    if (!std::in_range<V>(*i))
+      return errors::invalid_argument("op ", op, ": attribute '", name, "' is ", *i, ", out of the range [",
+                                      std::numeric_limits<V>::min(), ", ", std::numeric_limits<V>::max(), "]");
     out = static_cast<V>(*i);
   } else if constexpr (std::is_floating_point_v<V>) {
-    if (const double* d = value.get<double>()) out = static_cast<V>(*d);
-    else if (const std::int64_t* i = value.get<std::int64_t>()) out = static_cast<V>(*i);
+    double d = 0;
+    if (const double* f = value.get<double>()) d = *f;
+    else if (const std::int64_t* i = value.get<std::int64_t>()) d = static_cast<double>(*i);
     else return wrong();
+    if (std::isfinite(d) && (d > static_cast<double>(std::numeric_limits<V>::max()) ||
+                             d < static_cast<double>(std::numeric_limits<V>::lowest())))
+      return errors::invalid_argument("op ", op, ": attribute '", name, "' is ", value.to_string(),
+                                      ", out of the range of a ", sizeof(V) == 4 ? "float" : "double");
+    out = static_cast<V>(d);
   } else if constexpr (std::is_same_v<V, dtype>) {
     const dtype* d = value.get<dtype>();
     if (!d) return wrong();
@@ -197,7 +209,9 @@ template <class Op>
 result<Op> from_attrs(const attr_map& attrs) {
   Op op{};
   status st;
-  for (const auto& [name, value] : attrs) {
+  for (const auto& entry : attrs) {
+    const std::string_view name = entry.first;  // named, not a structured binding: lambdas capture it
+    const attr_value& value = entry.second;
     bool known = false;
     std::apply(
         [&](auto... a) {

@@ -43,6 +43,10 @@ struct conv2d {
     if (dilation_h < 1 || dilation_w < 1)
       return errors::invalid_argument(name, ": dilations must be >= 1, got dilation_h ", dilation_h,
                                       " and dilation_w ", dilation_w);
+    if (stride_h > max_window_attr || stride_w > max_window_attr || dilation_h > max_window_attr ||
+        dilation_w > max_window_attr)
+      return errors::invalid_argument(name, ": strides and dilations must be at most ", max_window_attr, ", got strides ",
+                                      stride_h, " x ", stride_w, " and dilations ", dilation_h, " x ", dilation_w);
     if (pad != padding::same && pad != padding::valid)
       return errors::invalid_argument(name, ": invalid padding code ", static_cast<int>(pad));
     if (f[0] == 0 || f[1] == 0)

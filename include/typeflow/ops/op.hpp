@@ -62,6 +62,7 @@ constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> in
   if (!d.ok()) return d.status();
   auto s = o.infer_shape(std::span<const shape>(shapes_small.data(), inputs.size()));
   if (!s.ok()) return s.status();
+  if (auto st = s->check_size(); !st.ok()) return errors::invalid_argument(Op::name, ": output ", st.message());
   return tensor_spec{*d, *s};
 }
 

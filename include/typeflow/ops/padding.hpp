@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include <typeflow/core/detail/checked_int.hpp>
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/shape.hpp>
 
@@ -28,10 +29,14 @@ constexpr std::string_view name_of(padding p) noexcept {
 // Lets messages name a padding: errors::invalid_argument("with ", padding::valid, " padding").
 constexpr void append(typeflow::detail::text& out, padding p) { out.append(name_of(p)); }
 
+// The largest window, stride or dilation an op accepts (TensorFlow keeps them in int32), so that
+// the kernels' index arithmetic stays far from overflow.
+inline constexpr std::int64_t max_window_attr = 2147483647;
+
 // The extent a window of `size` taps spaced `dilation` apart covers: (size - 1) * dilation + 1.
 constexpr std::int64_t effective_window(std::int64_t size, std::int64_t dilation) noexcept {
   if (size == dyn || dilation == dyn) return dyn;
-  return (size - 1) * dilation + 1;
+  return typeflow::detail::saturating_add(typeflow::detail::saturating_mul(size - 1, dilation), 1);
 }
 
 // Output positions along one dimension of `in` positions, for a window of `size` taps with the
@@ -41,11 +46,11 @@ constexpr std::int64_t effective_window(std::int64_t size, std::int64_t dilation
 constexpr std::int64_t windowed_output_size(std::int64_t in, std::int64_t size, std::int64_t stride,
                                             std::int64_t dilation, padding pad) noexcept {
   if (in == dyn || stride == dyn) return dyn;
-  if (pad == padding::same) return (in + stride - 1) / stride;
+  if (pad == padding::same) return typeflow::detail::saturating_add(in, stride - 1) / stride;
   const std::int64_t extent = effective_window(size, dilation);
   if (extent == dyn) return dyn;
   if (extent > in) return 0;
-  return (in - extent + stride) / stride;
+  return typeflow::detail::saturating_add(in - extent, stride) / stride;
 }
 
 // Zero rows (or columns) before the input: half the total padding, rounded down, as TensorFlow
@@ -53,7 +58,8 @@ constexpr std::int64_t windowed_output_size(std::int64_t in, std::int64_t size, 
 constexpr std::int64_t padding_before(std::int64_t in, std::int64_t out, std::int64_t size, std::int64_t stride,
                                       std::int64_t dilation, padding pad) noexcept {
   if (pad == padding::valid || out <= 0) return 0;
-  const std::int64_t total = (out - 1) * stride + effective_window(size, dilation) - in;
+  const std::int64_t total = typeflow::detail::saturating_add(typeflow::detail::saturating_mul(out - 1, stride),
+                                                             effective_window(size, dilation)) - in;
   return total > 0 ? total / 2 : 0;
 }
 

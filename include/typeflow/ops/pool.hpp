@@ -28,6 +28,9 @@ constexpr result<shape> pool2d_shape(std::string_view op, const shape& x, std::i
   if (stride_h < 1 || stride_w < 1)
     return errors::invalid_argument(op, ": strides must be >= 1, got stride_h ", stride_h, " and stride_w ",
                                     stride_w);
+  if (window_h > max_window_attr || window_w > max_window_attr || stride_h > max_window_attr || stride_w > max_window_attr)
+    return errors::invalid_argument(op, ": windows and strides must be at most ", max_window_attr, ", got window ",
+                                    window_h, " x ", window_w, " and strides ", stride_h, " x ", stride_w);
   if (pad != padding::same && pad != padding::valid)
     return errors::invalid_argument(op, ": invalid padding code ", static_cast<int>(pad));
   // With valid padding a window that does not fit leaves no output; an empty image stays empty.

@@ -61,8 +61,11 @@ struct gelu {
   friend constexpr bool operator==(const gelu&, const gelu&) = default;
 };
 
-// Converts every element to dtype `to`: floats to integers truncate toward zero (values out of
-// the target's range are undefined, as in C++ and TensorFlow); anything to bool is x != 0.
+// Converts every element to dtype `to`. Floats to integers truncate toward zero and saturate:
+// values beyond the target's range become its minimum or maximum, NaN becomes 0 (XLA's and
+// JAX's rule; TensorFlow's CPU kernel leaves them undefined, as C++ does). Integers to narrower
+// integers wrap modulo 2^bits; f64 to f32 rounds (beyond float's range: infinity); anything to
+// bool is x != 0.
 struct cast {
   static constexpr std::string_view name = "cast";
   static constexpr int num_inputs = 1;

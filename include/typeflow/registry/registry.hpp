@@ -70,7 +70,10 @@ struct registry {
         available.append(name_of(dtype_of<U>));
       }
     });
-    if (available.empty()) t.append("; this op has no kernel on this device for any dtype");
+    if (available.empty())
+      t.append("; this op has no kernel on this device for any dtype in this registry. If it is an op of your own, "
+               "give the session a registry that lists its kernels first: tf::session<Graph, Device, "
+               "tf::registry<my_kernels, tf::cpu_kernel_list>> (README: \"Add an op and a kernel\")");
     else detail::append(t, "; this op has kernels on this device for: "), t.append(available.view());
     return t;
   }

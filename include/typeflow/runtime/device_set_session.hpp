@@ -42,6 +42,7 @@
 #include <typeflow/device/copy.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/device_set.hpp>
+#include <typeflow/device/eigen_thread_pool.hpp>
 #include <typeflow/graph/graph_def.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/runtime/partition.hpp>
@@ -168,10 +169,18 @@ class runtime_session<devices<Ds...>, Registry> {
     if (devices.size() == 0) return errors::invalid_argument("the session's device_set has no devices");
     if (options.inter_op_threads < 0)
       return errors::invalid_argument("session_options::inter_op_threads is ", options.inter_op_threads, "; it must be >= 0");
-    static constexpr const device_kernels* kinds[] = {&device_kernels_of<Registry, Ds>...};
-    auto g = inferred_graph::make(std::move(def), kinds);
-    if (!g.ok()) return g.status();
-    return std::unique_ptr<runtime_session>(new runtime_session(std::move(*g), devices, options));
+    return detail::status_boundary("runtime_session::make", [&]() -> result<std::unique_ptr<runtime_session>> {
+      static constexpr const device_kernels* kinds[] = {&device_kernels_of<Registry, Ds>...};
+      auto g = inferred_graph::make(std::move(def), kinds);
+      if (!g.ok()) return g.status();
+      std::unique_ptr<Eigen::ThreadPool> pool;
+      if (options.inter_op_threads > 0) {
+        auto made = make_eigen_thread_pool(options.inter_op_threads, "session_options::inter_op_threads");
+        if (!made.ok()) return made.status();
+        pool = std::move(*made);
+      }
+      return std::unique_ptr<runtime_session>(new runtime_session(std::move(*g), devices, options, std::move(pool)));
+    });
   }
   ~runtime_session() { close(); }
   runtime_session(const runtime_session&) = delete;
@@ -181,6 +190,13 @@ class runtime_session<devices<Ds...>, Registry> {
   result<std::vector<tensor>> run(const std::vector<std::pair<std::string, tensor>>& feeds,
                                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets = {},
                                   const run_options& options = {}, run_metadata* metadata = nullptr) {
+    return detail::status_boundary("runtime_session::run", [&] { return run_checked(feeds, fetches, targets, options, metadata); });
+  }
+
+ private:
+  result<std::vector<tensor>> run_checked(const std::vector<std::pair<std::string, tensor>>& feeds,
+                                          const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                                          const run_options& options, run_metadata* metadata) {
     in_flight_guard guard(*this);
     if (closed_.load(std::memory_order_acquire)) return errors::cancelled("the session is closed");
     std::vector<std::size_t> order(feeds.size());
@@ -265,6 +281,7 @@ class runtime_session<devices<Ds...>, Registry> {
     return outputs;
   }
 
+ public:
   // Cancels the steps in flight, waits for them to end, and refuses later runs.
   void close() {
     closed_.store(true, std::memory_order_release);
@@ -369,9 +386,8 @@ class runtime_session<devices<Ds...>, Registry> {
     }
   };
 
-  runtime_session(inferred_graph g, device_set_type& devices, session_options options)
-      : graph_(std::move(g)), devices_(devices), options_(options),
-        pool_(options.inter_op_threads > 0 ? std::make_unique<Eigen::ThreadPool>(options.inter_op_threads) : nullptr) {}
+  runtime_session(inferred_graph g, device_set_type& devices, session_options options, std::unique_ptr<Eigen::ThreadPool> pool)
+      : graph_(std::move(g)), devices_(devices), options_(options), pool_(std::move(pool)) {}
 
   result<std::shared_ptr<const signature_plan>> plan_for(const std::vector<std::string>& feeds,
                                                          const std::vector<std::string>& fetches,

@@ -48,6 +48,7 @@
 #include <typeflow/device/copy.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/runtime/crash_handler.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
 #include <typeflow/runtime/rendezvous.hpp>
 #include <typeflow/runtime/run_options.hpp>
@@ -72,6 +73,8 @@ struct runtime_step {
   run_metadata* metadata = nullptr;
   rendezvous* transfers = nullptr;             // for graphs with _send and _recv
   Eigen::ThreadPoolInterface* pool = nullptr;  // where a deep inline receive continues
+  const char* session = nullptr;               // the session's label in crash reports (runtime/crash_handler.hpp),
+                                               // outliving the step; null: that of the running thread's scope
 };
 
 template <class Device, class Registry = default_registry>
@@ -323,6 +326,9 @@ class runtime_executor {
   bool start_node(Device& device, run_state& s, std::uint32_t k, status& st, Done done) const {
     const node& n = nodes_[k];
     const auto& it = (*graph_)[n.item];
+    // What a crash report names while this node runs (a thread_local pointer and a record on this
+    // stack); the strings are the graph's, which outlives the step.
+    const crash_context_scope crash_scope(s.step.session, it.name.c_str(), it.def.op.c_str());
     const auto t0 = s.step.metadata ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     tensor& y = s.outputs[k];
     if (n.feed != npos) {

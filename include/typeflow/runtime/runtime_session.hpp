@@ -30,6 +30,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/device/eigen_thread_pool.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/runtime/run_options.hpp>
 #include <typeflow/runtime/runtime_executor.hpp>
@@ -42,18 +43,65 @@ class runtime_session {
   using graph_type = runtime_graph<Device, Registry>;
   using executor = runtime_executor<Device, Registry>;
 
+  // An inter_op_threads count outside [0, max_pool_threads], or threads the system cannot start,
+  // leave the session unusable: every run returns that status (also given by init_status()).
   runtime_session(std::shared_ptr<const graph_type> graph, Device& device, int inter_op_threads = 0)
-      : graph_(std::move(graph)), device_(&device),
-        pool_(inter_op_threads > 0 ? std::make_unique<Eigen::ThreadPool>(inter_op_threads) : nullptr) {}
+      : graph_(std::move(graph)), device_(&device) {
+    if (inter_op_threads < 0) {
+      init_ = errors::invalid_argument("runtime_session: inter_op_threads is ", inter_op_threads,
+                                       "; it must be >= 0 (0 runs every node on the calling thread)");
+    } else if (inter_op_threads > 0) {
+      auto pool = make_eigen_thread_pool(inter_op_threads, "runtime_session: inter_op_threads");
+      if (pool.ok()) pool_ = std::move(*pool);
+      else init_ = pool.status();
+    }
+  }
+  const status& init_status() const noexcept { return init_; }
   ~runtime_session() { close(); }
   runtime_session(const runtime_session&) = delete;
   runtime_session& operator=(const runtime_session&) = delete;
 
-  // The fetched tensors, in the order of `fetches`.
+  // The fetched tensors, in the order of `fetches`. Running out of memory or threads on the calling
+  // thread is resource_exhausted, never an exception.
   result<std::vector<tensor>> run(const std::vector<std::pair<std::string, tensor>>& feeds,
                                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets = {},
                                   const run_options& options = {}, run_metadata* metadata = nullptr) {
+    return detail::status_boundary("runtime_session::run", [&] { return run_checked(feeds, fetches, targets, options, metadata); });
+  }
+
+  // Cancels the steps in flight, waits for them to end, and refuses later runs.
+  void close() {
+    closed_.store(true, std::memory_order_release);
+    cancel_.cancel();
+    std::unique_lock lock(flight_mutex_);
+    flight_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+
+  const graph_type& graph() const noexcept { return *graph_; }
+  // Executors made so far (one per distinct signature).
+  std::size_t num_executors() const {
+    std::lock_guard lock(cache_mutex_);
+    return cache_.size();
+  }
+
+ private:
+  struct in_flight_guard {
+    runtime_session& s;
+    explicit in_flight_guard(runtime_session& session) : s(session) {
+      std::lock_guard lock(s.flight_mutex_);
+      ++s.in_flight_;
+    }
+    ~in_flight_guard() {
+      std::lock_guard lock(s.flight_mutex_);
+      if (--s.in_flight_ == 0) s.flight_cv_.notify_all();
+    }
+  };
+
+  result<std::vector<tensor>> run_checked(const std::vector<std::pair<std::string, tensor>>& feeds,
+                                          const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                                          const run_options& options, run_metadata* metadata) {
     in_flight_guard guard(*this);
+    if (!init_.ok()) return init_;
     if (closed_.load(std::memory_order_acquire)) return errors::cancelled("the session is closed");
 
     // Feeds sorted by name, so that the signature does not depend on their order.
@@ -92,34 +140,6 @@ class runtime_session {
     return outputs;
   }
 
-  // Cancels the steps in flight, waits for them to end, and refuses later runs.
-  void close() {
-    closed_.store(true, std::memory_order_release);
-    cancel_.cancel();
-    std::unique_lock lock(flight_mutex_);
-    flight_cv_.wait(lock, [&] { return in_flight_ == 0; });
-  }
-
-  const graph_type& graph() const noexcept { return *graph_; }
-  // Executors made so far (one per distinct signature).
-  std::size_t num_executors() const {
-    std::lock_guard lock(cache_mutex_);
-    return cache_.size();
-  }
-
- private:
-  struct in_flight_guard {
-    runtime_session& s;
-    explicit in_flight_guard(runtime_session& session) : s(session) {
-      std::lock_guard lock(s.flight_mutex_);
-      ++s.in_flight_;
-    }
-    ~in_flight_guard() {
-      std::lock_guard lock(s.flight_mutex_);
-      if (--s.in_flight_ == 0) s.flight_cv_.notify_all();
-    }
-  };
-
   result<std::shared_ptr<const executor>> executor_for(const std::vector<std::string>& feeds,
                                                        const std::vector<std::string>& fetches,
                                                        const std::vector<std::string>& targets) {
@@ -144,6 +164,7 @@ class runtime_session {
   std::shared_ptr<const graph_type> graph_;
   Device* device_;
   std::unique_ptr<Eigen::ThreadPool> pool_;
+  status init_;
   mutable std::mutex cache_mutex_;
   std::unordered_map<std::string, std::shared_ptr<const executor>> cache_;
   cancellation cancel_;

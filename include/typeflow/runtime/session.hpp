@@ -17,6 +17,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -31,6 +32,7 @@
 #include <typeflow/core/detail/fixed_string.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/device/eigen_thread_pool.hpp>
 #include <typeflow/core/typed_tensor.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/graph/expr.hpp>
@@ -86,9 +88,9 @@ template <class E>
 inline constexpr bool is_fetch<fetch_handle<E>> = true;
 }  // namespace detail
 
-// How many inter-op threads a parallel session's pool has; fewer than 1 means 1 (a parallel
-// session always has a pool, unlike runtime_session, where 0 threads selects the sequential
-// executor).
+// How many inter-op threads a parallel session's pool has; fewer than 1 means 1 and more than
+// max_pool_threads means max_pool_threads (a parallel session always has a pool, unlike
+// runtime_session, where 0 threads selects the sequential executor).
 struct parallel {
   int threads = 2;
 };
@@ -106,7 +108,7 @@ class session {
 
   session(Graph, Device& device) requires(!Parallel) : device_(&device), variables_(Graph::num_variables) {}
   session(Graph, Device& device, parallel p) requires Parallel
-      : device_(&device), variables_(Graph::num_variables), pool_(std::make_unique<Eigen::ThreadPool>(p.threads < 1 ? 1 : p.threads)) {}
+      : device_(&device), variables_(Graph::num_variables), pool_(std::make_unique<Eigen::ThreadPool>(std::clamp(p.threads, 1, max_pool_threads))) {}
 
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
   // (tensor::borrow) is copied, since the session cannot know how long it stays valid.

@@ -111,13 +111,6 @@ void copy_bytes(Device& device, const void* from, void* to, std::int64_t bytes) 
                       });
 }
 
-// The element type's representation of an op's `value` attribute (which inference checked to fit).
-template <class T>
-T convert_value(double v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
-}
 
 }  // namespace detail::movement
 
@@ -322,7 +315,7 @@ struct pad_kernel {
     const tensor& x = ctx.inputs[0];
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
-    const S value = std::bit_cast<S>(mv::convert_value<T>(op.value));
+    const S value = std::bit_cast<S>(ops::detail::convert_value<T>(op.value));
     if (x.num_elements() == 0) {
       mv::map<S, 1> out(y.unchecked_data<S>(), y.num_elements());
       out.device(ctx.device.eigen()) = out.constant(value);
@@ -441,7 +434,7 @@ struct fill_kernel {
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
     mv::map<S, 1> out(y.unchecked_data<S>(), y.num_elements());
-    out.device(ctx.device.eigen()) = out.constant(std::bit_cast<S>(mv::convert_value<T>(op.value)));
+    out.device(ctx.device.eigen()) = out.constant(std::bit_cast<S>(ops::detail::convert_value<T>(op.value)));
     return ok_status();
   }
 };

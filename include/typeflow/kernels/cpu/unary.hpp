@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <typeflow/core/detail/dependent_false.hpp>
 #include <typeflow/core/detail/eigen.hpp>
@@ -86,6 +87,21 @@ struct eigen_unary_kernel {
   }
 };
 
+// A floating value as integer type To, as ops::cast defines it (XLA's rule): truncated toward
+// zero, saturated to To's range, NaN to 0.
+template <class From, class To>
+struct saturating_float_cast {
+  To operator()(From v) const {
+    const double x = static_cast<double>(static_cast<std::conditional_t<sizeof(From) < 4, float, From>>(v));
+    if (x != x) return To(0);
+    constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+    constexpr double hi = static_cast<double>(std::numeric_limits<To>::max()) + 1.0;  // a power of 2: exact
+    if (x >= hi) return std::numeric_limits<To>::max();
+    if (x <= lo) return std::numeric_limits<To>::min();
+    return static_cast<To>(x);
+  }
+};
+
 // cast: From -> op.to. The target dtype is a run-time attribute, so the kernel switches on it.
 template <class Op, class Device, class From>
 struct eigen_cast_kernel {
@@ -105,6 +121,8 @@ struct eigen_cast_kernel {
         y.device(ctx.device.eigen()) = x;
       } else if constexpr (std::is_same_v<From, bool>) {
         y.device(ctx.device.eigen()) = x.template cast<std::uint8_t>().template cast<To>();
+      } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
+        y.device(ctx.device.eigen()) = x.unaryExpr(saturating_float_cast<From, To>{});
       } else {
         y.device(ctx.device.eigen()) = x.template cast<To>();
       }
