@@ -38,7 +38,7 @@ namespace detail {
 template <class T, class... Ts>
 inline constexpr std::size_t index_of = [] {
   std::size_t i = 0;
-  ((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
+  (void)((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);  // (void): Clang 19 -Wunused-value
   return i;
 }();
 template <class... Ts>

@@ -179,8 +179,10 @@ struct dispatch_table {
       all_ops[n] = o;
       ++n;
     });
+    // `(a.op) <`: Clang 19 looks `op` up as the concept typeflow::op and reads `a.op < b.op` as
+    // a template argument list.
     std::sort(all.begin(), all.end(), [](const kernel_entry& a, const kernel_entry& b) {
-      if (a.op != b.op) return a.op < b.op;
+      if (a.op != b.op) return (a.op) < b.op;
       if (a.type != b.type) return a.type < b.type;
       return a.order < b.order;
     });
@@ -201,7 +203,7 @@ struct dispatch_table {
   static constexpr const kernel_entry* find_kernel(std::string_view op, dtype type) {
     auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair{op, type},
                                [](const kernel_entry& e, const std::pair<std::string_view, dtype>& key) {
-                                 return e.op != key.first ? e.op < key.first : e.type < key.second;
+                                 return e.op != key.first ? (e.op) < key.first : e.type < key.second;  // (e.op): as above
                                });
     return it != kernels.end() && it->op == op && it->type == type ? &*it : nullptr;
   }

@@ -279,7 +279,9 @@ class static_executor {
     }
     // The plan gave this output its place in the arena; a kernel that put a view of another
     // buffer there instead would outlive that buffer's planned lifetime.
-    auto check = [&s, in_arena, planned_at](status result) {
+    // in_arena is init-captured: without PlanMemory it is a constant expression, and Clang 19
+    // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
+    auto check = [&s, in_arena = in_arena, planned_at](status result) {
       if (!result.ok()) return with_node<P>(result);
       if (in_arena && s.slots[P].data() != planned_at)
         return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
