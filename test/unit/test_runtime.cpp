@@ -461,6 +461,24 @@ t = neg(x)
   CHECK(s.num_executors() == before);  // the same signature
 }
 
+TEST_CASE("inter-op thread counts outside [0, 4096] leave a session that says so on every run", "[runtime][errors]") {
+  auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[2]\ny = relu(x)\n");
+  REQUIRE(def.ok());
+  auto g = std::make_shared<const graph>(std::move(graph::make(std::move(*def))).value());
+  tf::cpu device;
+  auto x = tf::tensor::filled<float>(tf::shape{2}, 1.0f);
+  for (int threads : {-1, 4097, 100000}) {
+    INFO(threads);
+    tf::runtime_session<tf::cpu> s(g, device, threads);
+    CHECK(s.init_status().code() == tf::status_code::invalid_argument);
+    tf::test::require_error(s.run({{"x", *x}}, {"y"}), tf::status_code::invalid_argument,
+                            "inter_op_threads is " + std::to_string(threads));
+  }
+  tf::runtime_session<tf::cpu> fine(g, device, 2);
+  CHECK(fine.init_status().ok());
+  CHECK(fine.run({{"x", *x}}, {"y"}).ok());
+}
+
 TEST_CASE("run-time errors: each a status naming what was wrong", "[runtime][errors]") {
   auto g = build(R"(
 x = placeholder() dtype=f32 shape=shape[?, 2]
