@@ -9,6 +9,7 @@
 //  - fan-out of 64 matmuls of ~50 us each: 2 threads against 1;
 //  - CPU time of an idle session with a started pool over 1 s.
 #include <typeflow/typeflow.hpp>
+#include <typeflow/registry/extern_kernels.hpp>  // the kernel tables are compiled once, in test/kernels/
 
 #include <sys/resource.h>
 

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""compile_time.py SOURCE_ROOT CXX [--json FILE]
+"""compile_time.py SOURCE_ROOT CXX [--json FILE] [--only TEXT]
 
 Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags:
   - `#include <typeflow/typeflow.hpp>` alone, against including Eigen's Tensor module alone
     (the part of the cost typeflow cannot avoid);
   - each unit-test translation unit, against the same include-only baseline;
+  - a unit that runs a runtime graph on the default registry: on its own (it instantiates every
+    kernel of the registry), with registry/extern_kernels.hpp (the kernels compiled elsewhere), and
+    the one unit that compiles them (registry/instantiate_kernels.hpp), against the same baseline;
   - static graphs of 64, 256 and 1024 trivial nodes (a chain of adds) and residual stacks
     x = relu(matmul(x, w_i)) + x of 16, 64 and 256 blocks (4 nodes a block), each built, planned,
     put in a session and run once, against the same include-only baseline.
-Each figure is the median of three compilations, measured with /usr/bin/time.
+Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
+only the cases whose name contains TEXT (and the baselines).
 """
 import json
 import os
@@ -22,6 +26,7 @@ import tempfile
 root = pathlib.Path(sys.argv[1]).resolve()
 cxx = sys.argv[2]
 json_path = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
 flags = ["-std=c++20", "-O3", "-DNDEBUG", "-march=native", "-DEIGEN_USE_THREADS", f"-I{root/'include'}",
          "-isystem", "/usr/include/eigen3", "-c", "-o", os.devnull]
 
@@ -40,6 +45,10 @@ def measure(source: pathlib.Path, reps: int = 3):
 
 
 records = []
+
+
+def wanted(case):
+    return only in case
 
 
 def report(case, ours, base, base_name):
@@ -77,12 +86,36 @@ with tempfile.TemporaryDirectory() as tmp:
     included = measure(tmp / "typeflow_only.cpp")
     report("#include <typeflow/typeflow.hpp>", included, base, "#include Eigen Tensor")
     base = included
+    runtime_unit = """#include <typeflow/typeflow.hpp>
+{extern}namespace tf = typeflow;
+int main() {{
+  auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[2]\\ny = exp(x)\\n");
+  auto g = tf::runtime_graph<tf::cpu>::make(std::move(*def));
+  tf::cpu device;
+  tf::runtime_session<tf::cpu> s(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*g)), device);
+  auto x = tf::tensor::filled<float>(tf::shape{{2}}, 1.0f);
+  return s.run({{{{"x", *x}}}}, {{"y"}}).ok() ? 0 : 1;
+}}
+"""
+    (tmp / "runtime_alone.cpp").write_text(runtime_unit.format(extern=""))
+    (tmp / "runtime_extern.cpp").write_text(
+        runtime_unit.format(extern="#include <typeflow/registry/extern_kernels.hpp>\n"))
+    (tmp / "kernels.cpp").write_text("#include <typeflow/registry/instantiate_kernels.hpp>\n")
+    for case, source in (("runtime graph unit, kernels instantiated in it", "runtime_alone.cpp"),
+                         ("runtime graph unit, extern_kernels.hpp", "runtime_extern.cpp"),
+                         ("instantiate_kernels.hpp (once per program)", "kernels.cpp")):
+        if wanted(case):
+            report(case, measure(tmp / source, reps=1), base, "#include <typeflow/typeflow.hpp>")
     for n in (64, 256, 1024):
+        if not wanted(f"static graph, chain of {n} nodes"):
+            continue
         lines = [f"constexpr auto n{i} = n{i - 1} + x;" for i in range(1, n)]
         (tmp / f"chain_{n}.cpp").write_text(graph_source("x", lines, f"n{n - 1}", "2"))
         report(f"static graph, chain of {n} nodes", measure(tmp / f"chain_{n}.cpp", reps=1), base,
                "#include <typeflow/typeflow.hpp>")
     for blocks in (16, 64, 256):
+        if not wanted(f"static graph, residual stack of {blocks} blocks"):
+            continue
         lines = []
         for i in range(1, blocks + 1):
             lines.append(f'constexpr auto w{i} = tf::variable<"w{i}", float, tf::static_shape<8, 8>>;')
@@ -91,6 +124,8 @@ with tempfile.TemporaryDirectory() as tmp:
         report(f"static graph, residual stack of {blocks} blocks", measure(tmp / f"residual_{blocks}.cpp", reps=1),
                base, "#include <typeflow/typeflow.hpp>")
     for test in sorted((root / "test" / "unit").glob("test_*.cpp")):
+        if not wanted(f"unit test {test.stem}"):
+            continue
         report(f"unit test {test.stem}", measure(test, reps=1), base, "#include Eigen Tensor")
 
 if json_path:

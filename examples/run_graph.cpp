@@ -6,6 +6,9 @@
 // Without --fetch, every node that no other node reads is fetched. Each output is printed with
 // its dtype, shape and first values; --trace writes Chrome trace JSON (open it in Perfetto).
 #include <typeflow/typeflow.hpp>
+// The default kernel tables are compiled once, in another unit of the program (test/kernels/ in
+// this build): this file then compiles in seconds (README, "Compile time").
+#include <typeflow/registry/extern_kernels.hpp>
 
 #include <algorithm>
 #include <cerrno>

@@ -55,6 +55,7 @@
 #include <typeflow/ops/unary.hpp>
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/dispatch_table.hpp>
+#include <typeflow/registry/kernel_table.hpp>
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>
 #include <typeflow/runtime/crash_handler.hpp>

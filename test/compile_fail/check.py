@@ -3,8 +3,10 @@
 """check.py CASE.cpp COMPILER ARGS...
 
 Compiles CASE.cpp (syntax only) and passes when the compiler rejects it with a message containing
-every line of the case's `// expect: ...` comments. A case that compiles is a failure: the error it
-guards against would reach users as silent wrong behaviour or as an unreadable message.
+every line of the case's `// expect: ...` comments, and, where the case has a `// max-line: N`
+comment, with no line of the compiler's output longer than N characters (the library's own types
+must print short). A case that compiles is a failure: the error it guards against would reach users
+as silent wrong behaviour or as an unreadable message.
 Under Clang, compile_error prints its message in lines (core/compile_error.hpp); they are joined
 before the check.
 """
@@ -14,7 +16,9 @@ import sys
 
 case, cmd = sys.argv[1], sys.argv[2:]
 with open(case, encoding="utf-8") as f:
-    expected = [line.split("// expect:", 1)[1].strip() for line in f if line.startswith("// expect:")]
+    lines = f.readlines()
+expected = [line.split("// expect:", 1)[1].strip() for line in lines if line.startswith("// expect:")]
+max_line = [int(line.split("// max-line:", 1)[1]) for line in lines if line.startswith("// max-line:")]
 if not expected:
     sys.exit(f"{case}: no '// expect:' line says what the error must contain")
 
@@ -28,4 +32,7 @@ missing = [e for e in expected if e not in output]
 if missing:
     print(output[-6000:])
     sys.exit(f"{case}: the compiler's message lacks: {missing}")
+longest = max((len(line) for line in (proc.stdout + proc.stderr).splitlines()), default=0)
+if max_line and longest > max_line[0]:
+    sys.exit(f"{case}: the compiler's longest line has {longest} characters; at most {max_line[0]} are allowed")
 print(f"{case}: rejected as expected")

@@ -3,6 +3,7 @@
 // dtypes that do have a kernel.
 // expect: no kernel for op exp on device CPU with dtype bool
 // expect: this op has kernels on this device for: f16, bf16, f32, f64
+// max-line: 3000
 #include <typeflow/typeflow.hpp>
 
 int main() {

@@ -19,7 +19,8 @@ export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 cflags=$(pkg-config --cflags typeflow)
 libs=$(pkg-config --libs typeflow)
 # shellcheck disable=SC2086
-${CXX:-c++} $cflags "$src/test/consumer/main.cpp" -o "$work/consumer-pkgconfig" $libs
+# -Werror: typeflow's headers, and Eigen's through the package's flags, add no warning to a user's build.
+${CXX:-c++} -O2 -Wall -Wextra -Werror $cflags "$src/test/consumer/main.cpp" -o "$work/consumer-pkgconfig" $libs
 "$work/consumer-pkgconfig"
 
 echo "== subproject consumer"

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include <typeflow/typeflow.hpp>
+// The default kernel tables are compiled once, in test/kernels/.
+#include <typeflow/registry/extern_kernels.hpp>
 
 namespace typeflow::test {
 

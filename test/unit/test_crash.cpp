@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The crash handler (runtime/crash_handler.hpp): a forked child installs it and crashes on purpose;
-// the parent checks which signal ended the child and what the handler wrote on its stderr. Only
-// crash_handler.hpp is included, so this file compiles in seconds.
+// the parent checks which signal ended the child and what the handler wrote on its stderr. The
+// runtime cases use a registry of one test op, so this file compiles in seconds.
 #include <catch2/catch.hpp>
 
 #include <typeflow/runtime/crash_handler.hpp>
+#include <typeflow/typeflow.hpp>
 
 #include <cerrno>
 #include <csignal>
@@ -73,6 +74,43 @@ volatile int recursion_limit = 1 << 30;  // never reached: the 8 MiB stack ends 
   frame[0] = static_cast<char>(depth);
   if (depth == recursion_limit) return 0;
   return recurse(depth + 1) + frame[0];  // not a tail call
+}
+
+// An op whose kernel overflows its thread's stack, for the runtime cases.
+struct overflow {
+  static constexpr std::string_view name = "overflow";
+  static constexpr int num_inputs = 1;
+  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
+  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
+  [[maybe_unused]] friend constexpr bool operator==(const overflow&, const overflow&) = default;
+};
+
+template <class Op, class Device, class T>
+struct overflow_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = true;  // runs on a pool thread of a session with inter-op threads
+  static tf::status compute(const Op&, tf::kernel_context<Device>&) {
+    return recurse(0) == 0 ? tf::ok_status() : tf::errors::internal("unreachable");
+  }
+};
+
+using overflow_registry =
+    tf::registry<tf::kernel_list<tf::kernel_family<overflow_kernel, overflow, tf::devices<tf::cpu>, tf::dtypes<float>>>>;
+
+// Runs "y = overflow(x)" in a runtime session with `threads` inter-op threads; returns only if it
+// does not crash.
+int run_overflowing_graph(int threads) {
+  auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[1]\ny = overflow(x)\n");
+  if (!def.ok()) return 10;
+  auto g = tf::runtime_graph<tf::cpu, overflow_registry>::make(std::move(*def));
+  if (!g.ok()) return 11;
+  tf::cpu device;
+  tf::runtime_session<tf::cpu, overflow_registry> s(
+      std::make_shared<const tf::runtime_graph<tf::cpu, overflow_registry>>(std::move(*g)), device, threads);
+  auto x = tf::tensor::filled<float>(tf::shape{1}, 1.0f);
+  return s.run({{"x", *x}}, {"y"}).ok() ? 12 : 13;
 }
 
 }  // namespace crash_test
@@ -240,6 +278,24 @@ TEST_CASE("a stack overflow is reported from the alternate signal stack", "[cras
   if (pc_known) CHECK(contains(end.err, "probably a stack overflow"));
   CHECK(contains(end.err, "while running node 'deep' (op While)"));
   CHECK(contains(end.err, "recurse"));
+}
+
+TEST_CASE("a stack overflow on a session's pool thread names the session and the node", "[crash]") {
+  // A new thread does not inherit its creator's signal stack, so the pool's threads start without
+  // one: the executor gives each one a signal stack on its first node after the handler's install.
+  for (int threads : {0, 2}) {
+    const child_end end = run_child([threads] {
+      if (!tf::install_crash_handler().ok()) return 1;
+      return crash_test::run_overflowing_graph(threads);
+    });
+    INFO("inter-op threads: " << threads << "\n" << end.err);
+    CHECK(end.signaled);
+    CHECK(end.signal == SIGSEGV);
+    CHECK(contains(end.err, "typeflow: crash in session 'runtime_session on /job:localhost/replica:0/task:0/device:CPU:0' "
+                            "while running node 'y' (op overflow)"));
+    if (pc_known) CHECK(contains(end.err, "probably a stack overflow"));
+    CHECK(contains(end.err, "recurse"));
+  }
 }
 
 #endif

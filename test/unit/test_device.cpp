@@ -343,6 +343,19 @@ TEST_CASE("threads allocating from one policy share its allocator and its count 
   CHECK(device.allocator().check_invariants().ok());
 }
 
+namespace {
+
+// Only the kernels the runtime graphs below use, f32 only: a runtime graph's dispatch table
+// instantiates every kernel of its registry, for every policy it runs on.
+template <class Op, template <class, class, class> class Kernel>
+using f32_family = tf::kernel_family<Kernel, Op, tf::cpu_kernels::host_devices, tf::dtypes<float>>;
+using runtime_test_registry = tf::registry<tf::kernel_list<
+    f32_family<tf::ops::matmul, tf::cpu_kernels::eigen_matmul_kernel>, f32_family<tf::ops::add, tf::cpu_kernels::eigen_binary_kernel>,
+    f32_family<tf::ops::mul, tf::cpu_kernels::eigen_binary_kernel>, f32_family<tf::ops::maximum, tf::cpu_kernels::eigen_binary_kernel>,
+    f32_family<tf::ops::exp, tf::cpu_kernels::eigen_unary_kernel>, f32_family<tf::ops::neg, tf::cpu_kernels::eigen_unary_kernel>>>;
+
+}  // namespace
+
 TEST_CASE("static and runtime sessions run on a BFC policy", "[device][session]") {
   bfc_cpu device(std::in_place, tf::bfc_options{.memory_limit = 8 * MiB, .initial_region_bytes = 1 * MiB});
   tf::cpu cpu;
@@ -370,8 +383,7 @@ TEST_CASE("static and runtime sessions run on a BFC policy", "[device][session]"
     CHECK(device.allocator().stats().bytes_in_use > 0);  // the arena and the fetched output, kept for the next run
   }
   SECTION("runtime session") {
-    // Only the kernel lists the graph uses, to keep this translation unit's dispatch tables small.
-    using registry = tf::registry<tf::cpu_kernels::linalg_kernels, tf::cpu_kernels::binary_kernels>;
+    using registry = runtime_test_registry;
     constexpr std::string_view text = R"(
 x  = placeholder() dtype=f32 shape=shape[?, 4]
 w1 = const() dtype=f32 shape=shape[4, 3] value=[0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2]
@@ -411,7 +423,7 @@ y  = mul(a, hb)
 }
 
 TEST_CASE("a tracking policy's step memory reaches run_metadata", "[device][tracking][runtime]") {
-  using registry = tf::registry<tf::cpu_kernels::binary_kernels, tf::cpu_kernels::unary_kernels>;
+  using registry = runtime_test_registry;
   using graph = tf::runtime_graph<tracking_cpu, registry>;
   // Three outputs of [4, 8] floats (128 bytes each); y writes over e, its only reader's input.
   auto def = tf::parse_graph(R"(

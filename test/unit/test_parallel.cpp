@@ -184,7 +184,7 @@ TEMPLATE_TEST_CASE("static parallel executor: 1, 2 and 4 threads give the sequen
   TestType device;
   tf::session sequential(tf::graph(y), device);
   initialize_weights(sequential);
-  for (int threads : {0, 1, 2, 4}) {  // 0: one pool thread, as documented
+  for (int threads : {1, 2, 4}) {
     tf::session parallel(tf::graph(y), device, tf::parallel{threads});
     initialize_weights(parallel);
     for (std::int64_t rows : {1, 3, 17}) {
@@ -245,6 +245,22 @@ TEST_CASE("static parallel executor: many threads share one parallel session", "
     });
   for (auto& th : threads) th.join();
   CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("static parallel executor: a thread count outside [1, 4096] is refused, not clamped", "[parallel][static]") {
+  tf::cpu device;
+  for (int threads : {0, -1, tf::max_pool_threads + 1, 100000}) {
+    tf::session s(tf::graph(y), device, tf::parallel{threads});
+    CHECK(s.init_status().code() == tf::status_code::invalid_argument);
+    CHECK_THAT(std::string(s.init_status().message()),
+               Catch::Contains("parallel{threads} is " + std::to_string(threads)) && Catch::Contains("1 to 4096"));
+    initialize_weights(s);
+    auto r = s.run(tf::feed(x, random_tensor<float>(tf::shape{2, 8}, 1)), tf::fetch(y));
+    REQUIRE(!r.ok());
+    CHECK(r.status() == s.init_status());
+  }
+  tf::session one(tf::graph(y), device, tf::parallel{1});
+  CHECK(one.init_status().ok());
 }
 
 TEST_CASE("static parallel executor: no heap allocation per step once sized", "[parallel][static][allocations]") {

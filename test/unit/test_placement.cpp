@@ -3,6 +3,7 @@
 // the rendezvous, and runtime graphs placed across devices (placement, partitions, send/recv,
 // the executor barrier), against the same graph on one device. One translation unit: each device
 // type of a session instantiates its dispatch table.
+#include "placement_registry.hpp"
 #include "random_dag.hpp"
 #include "remote_device.hpp"
 #include "support.hpp"
@@ -19,9 +20,10 @@ using tf::test::remote_device;
 
 namespace {
 
-using registry = tf::registry<tf::test::remote_kernels, tf::cpu_kernel_list>;
+using registry = tf::test::placement_registry;
 using host_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool>, registry>;
 using mixed_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool, remote_device>, registry>;
+using probe_session = host_session;  // its registry has the probe op
 
 bool same_bits(const tf::tensor& a, const tf::tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -379,45 +381,6 @@ TEST_CASE("placement errors: each names the node and why; soft placement falls b
   CHECK_THAT(std::string((*s)->run({{"x", *tf::tensor::filled<float>(tf::shape{3}, 1.f)}}, {"y"}).status().message()),
              Catch::Contains("feed 'x'") && Catch::Contains("shape [3]"));
 }
-
-namespace {
-
-// An op for the failure and cancellation tests: identity that sleeps, and fails when asked.
-struct probe {
-  static constexpr std::string_view name = "probe";
-  static constexpr int num_inputs = 1;
-  std::int64_t sleep_ms = 0;
-  bool fail = false;
-  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
-  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
-  // Ops compare by value; no test here compares two, and Clang 19 warns of an unused function.
-  [[maybe_unused]] friend constexpr bool operator==(const probe&, const probe&) = default;
-};
-
-template <class Op, class Device, class T>
-struct probe_kernel {
-  using op_type = Op;
-  using device_type = Device;
-  using value_type = T;
-  static constexpr bool expensive = true;
-  static tf::status compute(const Op& op, tf::kernel_context<Device>& ctx) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(op.sleep_ms));
-    if (op.fail) return tf::errors::unavailable("probe failed on purpose");
-    std::memcpy(ctx.outputs[0].data(), ctx.inputs[0].data(), ctx.inputs[0].bytes());
-    return tf::ok_status();
-  }
-};
-
-using probe_registry = tf::registry<
-    tf::kernel_list<tf::kernel_family<probe_kernel, probe, tf::devices<tf::cpu, tf::thread_pool>, tf::dtypes<float>>>,
-    tf::cpu_kernel_list>;
-using probe_session = tf::runtime_session<tf::devices<tf::cpu, tf::thread_pool>, probe_registry>;
-
-}  // namespace
-
-template <>
-inline constexpr auto tf::op_attributes<probe> =
-    std::tuple{tf::attribute<"sleep_ms", &probe::sleep_ms>{}, tf::attribute<"fail", &probe::fail>{}};
 
 TEST_CASE("a partition that fails mid-step, timeouts, cancellation and close with receives pending",
           "[devices][cancel]") {

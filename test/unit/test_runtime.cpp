@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runtime graphs, in one translation unit because each one that uses runtime graphs instantiates
-// every kernel of the registry (the dispatch table):
+// Runtime graphs (the default kernel tables are compiled once, in test/kernels/):
 //  - the dispatch table generated from the registry, op attributes, the text format (round trips
 //    and every malformed input), and every validation error with its message;
 //  - the runtime session: results against a plain reference, 1000 random DAGs run by the parallel
@@ -20,7 +19,6 @@ namespace tf = typeflow;
 
 namespace {
 
-using table = tf::dispatch_table<tf::default_registry, tf::cpu>;
 using graph = tf::runtime_graph<tf::cpu>;
 
 // The message of the error that building `text` gives (parse or validation), or "" when it builds.
@@ -45,20 +43,35 @@ y  = softmax(a) axis=-1 @CPU:0
 }  // namespace
 
 TEST_CASE("the dispatch table is generated from the registry, sorted, first list first", "[runtime][dispatch]") {
-  STATIC_REQUIRE(table::kernels.size() > 100);
-  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::f32) != nullptr);
-  STATIC_REQUIRE(table::find_kernel("matmul", tf::dtype::i8) == nullptr);
-  STATIC_REQUIRE(table::find_kernel("no_such_op", tf::dtype::f32) == nullptr);
-  STATIC_REQUIRE(table::find_op("conv2d") != nullptr);
-  STATIC_REQUIRE(table::find_op("fused_elementwise") == nullptr);  // template ops are static-graph only
-  STATIC_REQUIRE(table::find_kernel("conv2d", tf::dtype::f32)->expensive);
-  STATIC_REQUIRE(!table::find_kernel("add", tf::dtype::f32)->expensive);
-  for (std::size_t i = 1; i < table::kernels.size(); ++i) {
-    const auto& a = table::kernels[i - 1];
-    const auto& b = table::kernels[i];
-    REQUIRE((a.op < b.op || (a.op == b.op && a.type < b.type)));
+  // A constant expression: looked up at compile time (a small registry keeps this unit cheap).
+  using small = tf::dispatch_table<tf::registry<tf::cpu_kernels::linalg_kernels>, tf::cpu>;
+  STATIC_REQUIRE(small::find_kernel("matmul", tf::dtype::f32) != nullptr);
+  STATIC_REQUIRE(small::find_kernel("matmul", tf::dtype::f32)->expensive);
+  STATIC_REQUIRE(small::find_kernel("matmul", tf::dtype::i8) == nullptr);
+  STATIC_REQUIRE(small::find_kernel("add", tf::dtype::f32) == nullptr);
+  STATIC_REQUIRE(small::find_op("matmul") != nullptr);
+  STATIC_REQUIRE(small::find_op("add") == nullptr);
+
+  // The default registry's table, as runtime graphs reach it: instantiated once, in test/kernels/.
+  const tf::kernel_table<tf::cpu>& table = tf::kernels_of<tf::default_registry, tf::cpu>();
+  CHECK(&table == &graph::kernels());
+  CHECK(table.kernels.size() > 100);
+  CHECK(table.find_kernel("matmul", tf::dtype::f32) != nullptr);
+  CHECK(table.find_kernel("matmul", tf::dtype::i8) == nullptr);
+  CHECK(table.find_kernel("no_such_op", tf::dtype::f32) == nullptr);
+  CHECK(table.find_op("conv2d") != nullptr);
+  CHECK(table.find_op("fused_elementwise") == nullptr);  // template ops are static-graph only
+  CHECK(table.find_kernel("conv2d", tf::dtype::f32)->expensive);
+  CHECK(!table.find_kernel("add", tf::dtype::f32)->expensive);
+  for (std::size_t i = 1; i < table.kernels.size(); ++i) {
+    const auto& a = table.kernels[i - 1];
+    const auto& b = table.kernels[i];
+    REQUIRE(((a.op) < b.op || (a.op == b.op && a.type < b.type)));
   }
-  CHECK(table::dtypes_of("matmul") == "f16, f32, f64, i32, i64");
+  CHECK(table.dtypes_of("matmul") == "f16, f32, f64, i32, i64");
+  // Every op in the table has a kernel, and the table of another device is another table.
+  for (const tf::op_entry& e : table.ops) CHECK(!table.dtypes_of(e.name).empty());
+  CHECK(tf::kernels_of<tf::default_registry, tf::thread_pool>().kernels.size() == table.kernels.size());
 }
 
 TEST_CASE("op attributes: read, defaults, and errors naming op, attribute and types", "[runtime][attrs]") {

@@ -2,7 +2,7 @@
 // Runtime graphs: a graph_def (graph/graph_def.hpp) validated for one device policy type.
 //   runtime_graph<Device, Registry>: the validated graph, stored as a compact array of node items
 //              with inputs and consumers by index (TensorFlow's GraphView), a topological order, the
-//              inferred specs and each node's kernel from dispatch_table<Registry, Device>.
+//              inferred specs and each node's kernel from kernels_of<Registry, Device>().
 // Two ops exist only here: placeholder(dtype, shape) is fed at run time (dyn dimensions allowed:
 // `?` in the text format) and const(dtype, shape, value) holds a tensor (value: one number per
 // element, or one number for all).
@@ -67,13 +67,14 @@ inline status check_single_device(const node_def& d, std::string_view type) {
 template <class Device, class Registry = default_registry>
 class runtime_graph {
  public:
-  using table = dispatch_table<Registry, Device>;
+  // Where its ops and kernels come from (instantiated once per program with extern_kernels.hpp).
+  static const kernel_table<Device>& kernels() { return kernels_of<Registry, Device>(); }
 
   struct item {
     std::string name;
     runtime_node_kind kind = runtime_node_kind::op;
     runtime_op op;                                  // kind == op
-    const typename table::kernel_entry* kernel = nullptr;
+    const kernel_entry<Device>* kernel = nullptr;
     std::vector<std::size_t> inputs;                // data inputs, by item index
     std::vector<std::size_t> control;               // control inputs, by item index
     std::vector<std::size_t> consumers;             // items reading this one (data or control), once each
@@ -134,9 +135,9 @@ class runtime_graph {
       if (!spec.ok()) return spec.status().with_context(detail::node_context(def.nodes[i]));
       it.spec = *spec;
       const dtype kt = it.op.kernel_dtype(in, it.spec);
-      it.kernel = table::find_kernel(it.op.name(), kt);
+      it.kernel = kernels().find_kernel(it.op.name(), kt);
       if (it.kernel == nullptr) {
-        const std::string have = table::dtypes_of(it.op.name());
+        const std::string have = kernels().dtypes_of(it.op.name());
         return errors::invalid_argument(detail::node_context(def.nodes[i]), ": no kernel for op ", it.op.name(),
                                         " on device ", Device::device_type, " with dtype ", kt,
                                         have.empty() ? std::string("") : "; it has kernels for: " + have);
@@ -267,7 +268,7 @@ class runtime_graph {
       it.spec = tensor_spec{*t, *s};
       return ok_status();
     }
-    const auto* entry = table::find_op(d.op);
+    const op_entry* entry = kernels().find_op(d.op);
     if (entry == nullptr) {
       return errors::invalid_argument("unknown op '", d.op, "' (no kernel list of this registry has it for device ",
                                       Device::device_type, "; an op of your own needs a registry that lists its kernels: ",

@@ -148,8 +148,33 @@ struct kernel_template_family {
 template <class... Families>
 using kernel_list = std::remove_cv_t<decltype(boost::hana::tuple_t<Families...>)>;
 
+// A kernel list with a name of its own, which diagnostics print instead of every family in it:
+//   struct my_kernels : tf::named_kernel_list<tf::kernel_list<...>> {};
+// A registry takes named and unnamed lists alike.
+template <class List>
+struct named_kernel_list {
+  using kernel_list_type = List;
+};
+
+namespace detail {
+template <class List>
+struct kernel_families_of {
+  using type = List;
+};
+template <class List>
+  requires requires { typename List::kernel_list_type; }
+struct kernel_families_of<List> {
+  using type = typename List::kernel_list_type;
+};
+}  // namespace detail
+
+// The Hana type list of a kernel list, named or not.
+template <class List>
+using kernel_families_t = typename detail::kernel_families_of<List>::type;
+
 // Several kernel lists joined into one, in order.
 template <class... Lists>
-using concat_kernel_lists = std::remove_cv_t<decltype(boost::hana::flatten(boost::hana::make_tuple(Lists{}...)))>;
+using concat_kernel_lists =
+    std::remove_cv_t<decltype(boost::hana::flatten(boost::hana::make_tuple(kernel_families_t<Lists>{}...)))>;
 
 } // namespace typeflow

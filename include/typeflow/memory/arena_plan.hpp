@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <utility>
 
 namespace typeflow {
 
@@ -44,6 +45,19 @@ constexpr bool lifetimes_overlap(const buffer_lifetime& a, const buffer_lifetime
   return a.first <= b.last && b.first <= a.last;
 }
 
+// Sorts the first `count` elements of `a`. Arrays of up to 16 elements take an insertion sort:
+// std::sort inlined on them makes GCC 12 warn -Warray-bounds about its insertion-sort threshold
+// (16), a false positive that would reach every build of a user's small static graph.
+template <class T, std::size_t N, class Less>
+constexpr void sort_prefix(std::array<T, N>& a, std::size_t count, Less less) {
+  if constexpr (N <= 16) {
+    for (std::size_t i = 1; i < count; ++i)
+      for (std::size_t j = i; j > 0 && less(a[j], a[j - 1]); --j) std::swap(a[j], a[j - 1]);
+  } else {
+    std::sort(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(count), less);
+  }
+}
+
 }  // namespace detail
 
 // The most (aligned) bytes live at one step: a sweep over the lifetimes' ends. O(N log N).
@@ -61,7 +75,7 @@ constexpr std::size_t max_live_bytes(const std::array<buffer_lifetime, N>& buffe
       events[n++] = event{b.first, false, detail::round_up(b.bytes, alignment)};
       events[n++] = event{b.last + 1, true, detail::round_up(b.bytes, alignment)};
     }
-  std::sort(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n), [](const event& a, const event& b) {
+  detail::sort_prefix(events, n, [](const event& a, const event& b) {
     return a.step != b.step ? a.step < b.step : a.end && !b.end;  // ends first at a step
   });
   std::size_t live = 0, most = 0;
@@ -87,8 +101,7 @@ constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffe
     layout.total_bytes += size[i];
     if (size[i] != 0) order[m++] = i;
   }
-  std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m),
-            [&](std::size_t a, std::size_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; });
+  detail::sort_prefix(order, m, [&](std::size_t a, std::size_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; });
 
   std::array<std::size_t, N> near{};  // placed buffers live with the one being placed
   for (std::size_t k = 0; k < m; ++k) {
@@ -96,8 +109,7 @@ constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffe
     std::size_t count = 0;
     for (std::size_t p = 0; p < k; ++p)
       if (detail::lifetimes_overlap(buffers[order[p]], buffers[b])) near[count++] = order[p];
-    std::sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(count),
-              [&](std::size_t x, std::size_t y) { return layout.offset[x] < layout.offset[y]; });
+    detail::sort_prefix(near, count, [&](std::size_t x, std::size_t y) { return layout.offset[x] < layout.offset[y]; });
     // The smallest gap between (or below) those that fits; above the highest when none does.
     std::size_t best = 0;
     std::size_t best_gap = 0;

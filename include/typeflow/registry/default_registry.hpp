@@ -10,6 +10,7 @@
 
 namespace typeflow {
 
-using default_registry = registry<cpu_kernel_list>;
+// A struct rather than an alias, so that diagnostics print `default_registry`.
+struct default_registry : registry<cpu_kernel_list> {};
 
 } // namespace typeflow

@@ -3,8 +3,9 @@
 // nothing is registered at start-up, and a kernel that is in a list is in the table.
 //  - runtime_op: an op value built from its name and attributes (ops/attributes.hpp), with its
 //    inference behind function pointers;
-//  - dispatch_table<Registry, Device>: a constexpr array of (op name, dtype) -> kernel, sorted,
-//    searched by binary search; an op's entry (name -> how to build it) is in `ops`, sorted too.
+//  - dispatch_table<Registry, Device>: generates the kernel_table (registry/kernel_table.hpp) of
+//    Registry's kernels on Device: (op name, dtype) -> kernel and op name -> how to build it,
+//    sorted, constexpr; kernels_of<Registry, Device>() is how runtime graphs reach it.
 // The first list of the registry that provides (op, device, dtype) wins, as for static graphs.
 #pragma once
 
@@ -31,6 +32,7 @@
 #include <typeflow/ops/attributes.hpp>
 #include <typeflow/ops/elementwise.hpp>
 #include <typeflow/ops/op.hpp>
+#include <typeflow/registry/kernel_table.hpp>
 
 namespace typeflow {
 
@@ -105,22 +107,8 @@ result<runtime_op> make_runtime_op(const attr_map& attrs) {
 
 template <class Registry, class Device>
 struct dispatch_table {
-  using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
-  using compute_async_fn = void (*)(const void* op, kernel_context<Device>& ctx, kernel_done done);
-
-  // compute for a synchronous kernel, compute_async for an asynchronous one (the other is null).
-  struct kernel_entry {
-    std::string_view op;
-    dtype type = dtype::f32;
-    compute_fn compute = nullptr;
-    compute_async_fn compute_async = nullptr;
-    bool expensive = false;
-    std::size_t order = 0;  // position in the registry's search order; the first wins
-  };
-  struct op_entry {
-    std::string_view name;
-    result<runtime_op> (*make)(const attr_map&) = nullptr;
-  };
+  using kernel_entry = typeflow::kernel_entry<Device>;
+  using op_entry = typeflow::op_entry;
 
  private:
   template <class K>
@@ -195,32 +183,19 @@ struct dispatch_table {
   }();
 
  public:
-  // Every (op, dtype) with a kernel on Device, sorted by op name then dtype.
-  static constexpr std::span<const kernel_entry> kernels{built.kernels.data(), built.num_kernels};
-  // Every op with a kernel on Device for some dtype, sorted by name.
-  static constexpr std::span<const op_entry> ops{built.ops.data(), built.num_ops};
+  // The generated table: every (op, dtype) with a kernel on Device and every op, sorted.
+  static constexpr kernel_table<Device> table{{built.kernels.data(), built.num_kernels}, {built.ops.data(), built.num_ops}};
+  static constexpr std::span<const kernel_entry> kernels = table.kernels;
+  static constexpr std::span<const op_entry> ops = table.ops;
 
-  static constexpr const kernel_entry* find_kernel(std::string_view op, dtype type) {
-    auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair{op, type},
-                               [](const kernel_entry& e, const std::pair<std::string_view, dtype>& key) {
-                                 return e.op != key.first ? (e.op) < key.first : e.type < key.second;  // (e.op): as above
-                               });
-    return it != kernels.end() && it->op == op && it->type == type ? &*it : nullptr;
-  }
-  static constexpr const op_entry* find_op(std::string_view name) {
-    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_entry& e, std::string_view n) { return e.name < n; });
-    return it != ops.end() && it->name == name ? &*it : nullptr;
-  }
-  // "f32, f64": the dtypes op has kernels for on Device.
-  static std::string dtypes_of(std::string_view op) {
-    detail::text t;
-    for (const kernel_entry& e : kernels)
-      if (e.op == op) {
-        if (!t.empty()) t.append(", ");
-        t.append(name_of(e.type));
-      }
-    return t.str();
-  }
+  static constexpr const kernel_entry* find_kernel(std::string_view op, dtype type) { return table.find_kernel(op, type); }
+  static constexpr const op_entry* find_op(std::string_view name) { return table.find_op(name); }
+  static std::string dtypes_of(std::string_view op) { return table.dtypes_of(op); }
 };
+
+template <class Registry, class Device>
+const kernel_table<Device>& kernels_of() {
+  return dispatch_table<Registry, Device>::table;
+}
 
 }  // namespace typeflow

@@ -41,7 +41,7 @@ template <class... KernelLists>
 struct registry {
   // Every family of every list, in search order.
   static constexpr auto families = boost::hana::fold_left(
-      boost::hana::make_tuple(KernelLists{}...), boost::hana::make_tuple(),
+      boost::hana::make_tuple(kernel_families_t<KernelLists>{}...), boost::hana::make_tuple(),
       [](auto acc, auto list) { return boost::hana::concat(acc, list); });
 
   // hana::just(type_c<Family>) for the first family providing (Op, Device, T), else nothing.

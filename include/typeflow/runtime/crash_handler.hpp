@@ -62,6 +62,8 @@ struct crash_context {
 
 namespace detail {
 inline thread_local const crash_context* crash_context_top = nullptr;
+// Counts installations of the handler (0 or 1): threads compare it with what they saw last.
+inline std::atomic<unsigned> crash_handler_generation{0};
 }  // namespace detail
 
 // The calling thread's innermost crash context; null outside any scope.
@@ -405,9 +407,26 @@ inline status install_crash_signal_stack() {
 // there, e.g. a sanitizer's) and the calling thread's signal stack. Idempotent and thread-safe: the
 // handlers are installed once per process; each calling thread gets its own signal stack.
 inline status install_crash_handler() {
-  static const status installed = detail::install_crash_signal_handlers();
+  static const status installed = [] {
+    status st = detail::install_crash_signal_handlers();
+    if (st.ok()) detail::crash_handler_generation.fetch_add(1, std::memory_order_release);
+    return st;
+  }();
   if (!installed.ok()) return installed;
   return install_crash_signal_stack();
+}
+
+// Gives the calling thread a signal stack when a crash handler was installed since the thread last
+// asked: the runtime executors call it before every node, so that a pool's threads, started before
+// or after the handler, get one on their first node. When nothing changed, a relaxed atomic load
+// and a compare. A stack that cannot be made leaves the thread as it was (reports then need the
+// thread's own stack, as without the handler).
+inline void ensure_crash_signal_stack() noexcept {
+  thread_local unsigned seen = 0;
+  const unsigned now = detail::crash_handler_generation.load(std::memory_order_relaxed);
+  if (now == seen) return;
+  seen = now;
+  (void)install_crash_signal_stack();
 }
 
 // Whether every crash signal's action is this handler (false after one fired: it resets itself).
@@ -426,6 +445,7 @@ inline bool crash_handler_installed() noexcept {
 inline status install_crash_signal_stack() {
   return errors::unimplemented("install_crash_signal_stack: crash reports need Linux with glibc");
 }
+inline void ensure_crash_signal_stack() noexcept {}
 inline status install_crash_handler() {
   return errors::unimplemented("install_crash_handler: crash reports need Linux with glibc (execinfo.h)");
 }

@@ -241,6 +241,7 @@ class runtime_session<devices<Ds...>, Registry> {
     std::vector<std::unique_ptr<partition_run>> runs;
     for (std::size_t p = 0; p < plan.parts.size(); ++p) {
       steps[p] = runtime_step{part_feeds[p], deadline, options.cancel, &cancel_, trace, &transfers, &pool};
+      steps[p].session = plan.parts[p].label.c_str();
       runs.push_back(std::visit(
           [&](const auto& exec) -> std::unique_ptr<partition_run> {
             using exec_type = std::remove_cvref_t<decltype(*exec)>;
@@ -341,6 +342,7 @@ class runtime_session<devices<Ds...>, Registry> {
     executor_variant executor;
     std::vector<std::size_t> feeds;     // the session's (sorted) feed indices, in the executor's feed order
     std::vector<std::size_t> fetches;   // output positions, in the executor's fetch order
+    std::string label;                  // in crash reports: "partition on /job:.../device:CPU:1"
   };
   struct signature_plan {
     std::vector<partition_exec> parts;
@@ -509,6 +511,7 @@ class runtime_session<devices<Ds...>, Registry> {
                                                      part_fetches, part_targets, parts.keys.get(), &device);
         if (!e.ok()) return e.status().with_context(detail::cat("partition on ", device.name()).str());
         part.executor.template emplace<std::shared_ptr<const runtime_executor<D, Registry>>>(std::move(*e));
+        part.label = detail::cat("partition on ", device.name()).str();
         return ok_status();
       });
       if (!st.ok()) return st;

@@ -44,10 +44,10 @@ struct device_kernels {
 template <class Registry, class D>
 inline constexpr device_kernels device_kernels_of{
     D::device_type.data(),
-    [](std::string_view op) { return dispatch_table<Registry, D>::find_op(op) != nullptr; },
-    [](std::string_view op, const attr_map& attrs) { return dispatch_table<Registry, D>::find_op(op)->make(attrs); },
-    [](std::string_view op, dtype type) { return dispatch_table<Registry, D>::find_kernel(op, type) != nullptr; },
-    [](std::string_view op) { return dispatch_table<Registry, D>::dtypes_of(op); }};
+    [](std::string_view op) { return kernels_of<Registry, D>().find_op(op) != nullptr; },
+    [](std::string_view op, const attr_map& attrs) { return kernels_of<Registry, D>().find_op(op)->make(attrs); },
+    [](std::string_view op, dtype type) { return kernels_of<Registry, D>().find_kernel(op, type) != nullptr; },
+    [](std::string_view op) { return kernels_of<Registry, D>().dtypes_of(op); }};
 
 struct inferred_graph {
   graph_def def;

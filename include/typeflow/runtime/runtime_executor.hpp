@@ -329,6 +329,7 @@ class runtime_executor {
     // What a crash report names while this node runs (a thread_local pointer and a record on this
     // stack); the strings are the graph's, which outlives the step.
     const crash_context_scope crash_scope(s.step.session, it.name.c_str(), it.def.op.c_str());
+    ensure_crash_signal_stack();  // a pool thread's first node after install_crash_handler()
     const auto t0 = s.step.metadata ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     tensor& y = s.outputs[k];
     if (n.feed != npos) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/eigen_thread_pool.hpp>
@@ -46,7 +47,7 @@ class runtime_session {
   // An inter_op_threads count outside [0, max_pool_threads], or threads the system cannot start,
   // leave the session unusable: every run returns that status (also given by init_status()).
   runtime_session(std::shared_ptr<const graph_type> graph, Device& device, int inter_op_threads = 0)
-      : graph_(std::move(graph)), device_(&device) {
+      : graph_(std::move(graph)), device_(&device), label_(detail::cat("runtime_session on ", device.name()).str()) {
     if (inter_op_threads < 0) {
       init_ = errors::invalid_argument("runtime_session: inter_op_threads is ", inter_op_threads,
                                        "; it must be >= 0 (0 runs every node on the calling thread)");
@@ -127,6 +128,7 @@ class runtime_session {
     }
     runtime_step step{fed, std::chrono::steady_clock::time_point::max(), options.cancel, &cancel_,
                       options.trace == trace_level::full ? metadata : nullptr};
+    step.session = label_.c_str();
     if (options.timeout.count() > 0) step.deadline = std::chrono::steady_clock::now() + options.timeout;
     std::vector<tensor> outputs;
     // A policy whose allocator tracks steps (tracking_allocator) reports this step's memory.
@@ -163,6 +165,7 @@ class runtime_session {
 
   std::shared_ptr<const graph_type> graph_;
   Device* device_;
+  std::string label_;  // the session in crash reports (runtime/crash_handler.hpp)
   std::unique_ptr<Eigen::ThreadPool> pool_;
   status init_;
   mutable std::mutex cache_mutex_;

@@ -88,9 +88,10 @@ template <class E>
 inline constexpr bool is_fetch<fetch_handle<E>> = true;
 }  // namespace detail
 
-// How many inter-op threads a parallel session's pool has; fewer than 1 means 1 and more than
-// max_pool_threads means max_pool_threads (a parallel session always has a pool, unlike
-// runtime_session, where 0 threads selects the sequential executor).
+// How many inter-op threads a parallel session's pool has: 1 to max_pool_threads (a parallel
+// session always has a pool, unlike runtime_session, where 0 threads selects the sequential
+// executor). Another count, or threads the system cannot start, leave the session unusable: every
+// run returns that status (also given by init_status()).
 struct parallel {
   int threads = 2;
 };
@@ -107,8 +108,13 @@ class session {
   using state = static_state<Graph::size, Graph::num_input_nodes>;
 
   session(Graph, Device& device) requires(!Parallel) : device_(&device), variables_(Graph::num_variables) {}
-  session(Graph, Device& device, parallel p) requires Parallel
-      : device_(&device), variables_(Graph::num_variables), pool_(std::make_unique<Eigen::ThreadPool>(std::clamp(p.threads, 1, max_pool_threads))) {}
+  session(Graph, Device& device, parallel p) requires Parallel : device_(&device), variables_(Graph::num_variables) {
+    auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");
+    if (pool.ok()) pool_ = std::move(*pool);
+    else init_ = pool.status();
+  }
+  // Why the session cannot run (a parallel session whose pool could not be made), else ok.
+  const status& init_status() const noexcept { return init_; }
 
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
   // (tensor::borrow) is copied, since the session cannot know how long it stays valid.
@@ -293,6 +299,7 @@ class session {
                   }>::value>::value,
                   "session::run: feed each input once");
 
+    if (!init_.ok()) return init_;
     std::array<const tensor*, Graph::num_input_nodes + 1> feeds{};
     status st;
     (void)((st = bind_feed(args, feeds), st.ok()) && ...);
@@ -334,6 +341,7 @@ class session {
   Device* device_;
   variable_store variables_;
   std::unique_ptr<Eigen::ThreadPool> pool_;  // the inter-op threads of a parallel session
+  status init_;
   std::mutex states_mutex_;
   std::vector<std::unique_ptr<state>> states_;
 };

@@ -439,7 +439,7 @@ struct fill_kernel {
   }
 };
 
-using array_kernels = kernel_list<
+struct array_kernels : named_kernel_list<kernel_list<
     kernel_family<copy_kernel, ops::reshape, host_devices, all_types>,
     kernel_family<copy_kernel, ops::identity, host_devices, all_types>,
     kernel_family<transpose_kernel, ops::transpose, host_devices, all_types>,
@@ -447,6 +447,6 @@ using array_kernels = kernel_list<
     kernel_family<slice_kernel, ops::slice, host_devices, all_types>,
     kernel_family<pad_kernel, ops::pad, host_devices, all_types>,
     kernel_family<gather_kernel, ops::gather, host_devices, all_types>,
-    kernel_family<fill_kernel, ops::fill, host_devices, all_types>>;
+    kernel_family<fill_kernel, ops::fill, host_devices, all_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

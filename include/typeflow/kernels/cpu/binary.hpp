@@ -189,7 +189,7 @@ using binary_arithmetic_types = dtypes<float, double, std::int32_t, std::int64_t
 using binary_numeric_types = dtypes<float, double, std::int32_t, std::int64_t>;
 using binary_equality_types = dtypes<float, double, std::int32_t, std::int64_t, bool>;
 
-using binary_kernels = kernel_list<
+struct binary_kernels : named_kernel_list<kernel_list<
     kernel_family<eigen_binary_kernel, ops::add, host_devices, binary_arithmetic_types>,
     kernel_family<eigen_binary_kernel, ops::sub, host_devices, binary_arithmetic_types>,
     kernel_family<eigen_binary_kernel, ops::mul, host_devices, binary_arithmetic_types>,
@@ -199,6 +199,6 @@ using binary_kernels = kernel_list<
     kernel_family<eigen_binary_kernel, ops::pow, host_devices, binary_numeric_types>,
     kernel_family<eigen_binary_kernel, ops::equal, host_devices, binary_equality_types>,
     kernel_family<eigen_binary_kernel, ops::less, host_devices, binary_numeric_types>,
-    kernel_family<eigen_binary_kernel, ops::greater, host_devices, binary_numeric_types>>;
+    kernel_family<eigen_binary_kernel, ops::greater, host_devices, binary_numeric_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

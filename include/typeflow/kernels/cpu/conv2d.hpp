@@ -93,6 +93,7 @@ struct im2col_conv2d_kernel {
   }
 };
 
-using conv2d_kernels = kernel_list<kernel_family<im2col_conv2d_kernel, ops::conv2d, host_devices, float_types>>;
+struct conv2d_kernels
+    : named_kernel_list<kernel_list<kernel_family<im2col_conv2d_kernel, ops::conv2d, host_devices, float_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

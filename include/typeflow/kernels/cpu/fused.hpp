@@ -181,7 +181,8 @@ struct fused_elementwise_kernel {
 
 using fused_kernel_types = dtypes<float, double, Eigen::half, Eigen::bfloat16>;
 
-using fused_kernels =
-    kernel_list<kernel_template_family<fused_elementwise_kernel, ops::fused_elementwise, host_devices, fused_kernel_types>>;
+struct fused_kernels
+    : named_kernel_list<kernel_list<
+          kernel_template_family<fused_elementwise_kernel, ops::fused_elementwise, host_devices, fused_kernel_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -17,7 +17,8 @@
 
 namespace typeflow {
 
-using cpu_kernel_list = concat_kernel_lists<
+// Named (a struct), so that diagnostics print `cpu_kernel_list`, not every family in it.
+struct cpu_kernel_list : named_kernel_list<concat_kernel_lists<
     cpu_kernels::unary_kernels,
     cpu_kernels::binary_kernels,
     cpu_kernels::conv2d_kernels,
@@ -26,6 +27,6 @@ using cpu_kernel_list = concat_kernel_lists<
     cpu_kernels::pool_kernels,
     cpu_kernels::reduction_kernels,
     cpu_kernels::array_kernels,
-    cpu_kernels::fused_kernels>;
+    cpu_kernels::fused_kernels>> {};
 
 } // namespace typeflow

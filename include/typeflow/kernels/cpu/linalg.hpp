@@ -156,6 +156,8 @@ struct eigen_matmul_kernel {
 
 using matmul_kernel_types = dtypes<float, double, Eigen::half, std::int32_t, std::int64_t>;
 
-using linalg_kernels = kernel_list<kernel_family<eigen_matmul_kernel, ops::matmul, host_devices, matmul_kernel_types>>;
+struct linalg_kernels
+    : named_kernel_list<
+          kernel_list<kernel_family<eigen_matmul_kernel, ops::matmul, host_devices, matmul_kernel_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -176,10 +176,10 @@ struct softmax_kernel {
   }
 };
 
-using nn_kernels = kernel_list<
+struct nn_kernels : named_kernel_list<kernel_list<
     kernel_family<eigen_bias_add_kernel, ops::bias_add, host_devices, dtypes<float, double, std::int32_t, std::int64_t>>,
     kernel_family<softmax_kernel, ops::softmax, host_devices, float_kernel_types>,
     kernel_family<softmax_kernel, ops::log_softmax, host_devices, float_kernel_types>,
-    kernel_family<eigen_batch_norm_kernel, ops::batch_norm, host_devices, float_types>>;
+    kernel_family<eigen_batch_norm_kernel, ops::batch_norm, host_devices, float_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -66,8 +66,9 @@ struct pool2d_kernel {
   }
 };
 
-using pool_kernels =
-    kernel_list<kernel_family<pool2d_kernel, ops::max_pool2d, host_devices, dtypes<float, double, std::int32_t>>,
-                kernel_family<pool2d_kernel, ops::avg_pool2d, host_devices, float_types>>;
+struct pool_kernels
+    : named_kernel_list<
+          kernel_list<kernel_family<pool2d_kernel, ops::max_pool2d, host_devices, dtypes<float, double, std::int32_t>>,
+                      kernel_family<pool2d_kernel, ops::avg_pool2d, host_devices, float_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -230,13 +230,13 @@ struct argmax_kernel {
 using sum_kernel_types = dtypes<float, double, std::int32_t, std::int64_t, Eigen::half>;
 using reduction_kernel_types = dtypes<float, double, std::int32_t, std::int64_t>;
 
-using reduction_kernels = kernel_list<
+struct reduction_kernels : named_kernel_list<kernel_list<
     kernel_family<reduction_kernel, ops::reduce_sum, host_devices, sum_kernel_types>,
     kernel_family<reduction_kernel, ops::reduce_mean, host_devices, sum_kernel_types>,
     kernel_family<reduction_kernel, ops::reduce_max, host_devices, reduction_kernel_types>,
     kernel_family<reduction_kernel, ops::reduce_min, host_devices, reduction_kernel_types>,
     kernel_family<reduction_kernel, ops::reduce_prod, host_devices, reduction_kernel_types>,
     kernel_family<argmax_kernel, ops::argmax, host_devices, dtypes<float, double, std::int32_t, std::int64_t,
-                                                                     std::uint8_t>>>;
+                                                                     std::uint8_t>>>> {};
 
 }  // namespace typeflow::cpu_kernels

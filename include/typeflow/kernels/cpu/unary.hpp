@@ -134,7 +134,7 @@ struct eigen_cast_kernel {
 using float_kernel_types = dtypes<float, double, Eigen::half, Eigen::bfloat16>;
 using signed_kernel_types = dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int32_t, std::int64_t>;
 
-using unary_kernels = kernel_list<
+struct unary_kernels : named_kernel_list<kernel_list<
     kernel_family<eigen_unary_kernel, ops::neg, host_devices, signed_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::abs, host_devices, signed_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::square, host_devices, signed_kernel_types>,
@@ -147,6 +147,6 @@ using unary_kernels = kernel_list<
     kernel_family<eigen_unary_kernel, ops::sigmoid, host_devices, float_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::softplus, host_devices, float_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::gelu, host_devices, float_kernel_types>,
-    kernel_family<eigen_cast_kernel, ops::cast, host_devices, all_types>>;
+    kernel_family<eigen_cast_kernel, ops::cast, host_devices, all_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Instantiating the default kernels once per program instead of once per translation unit.
+//
+// A runtime graph can run any op of its registry, so the first translation unit that makes one
+// instantiates every kernel of the registry for every dtype: about 110 s and 3.4 GB with g++ -O2
+// for tf::default_registry on tf::cpu, as much again on tf::thread_pool, against a few seconds for the rest. Including this header
+// declares that table `extern`: the translation unit compiles in seconds and links against the
+// one translation unit of the program that includes <typeflow/registry/instantiate_kernels.hpp>
+// (a link error naming kernels_of<...> means no unit does).
+//
+//   // every file that uses runtime graphs          // kernels.cpp, once in the program
+//   #include <typeflow/typeflow.hpp>                 #include <typeflow/registry/instantiate_kernels.hpp>
+//   #include <typeflow/registry/extern_kernels.hpp>
+//
+// A program with a registry or a device of its own does the same for its pair with one line each:
+//   extern template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();  // header
+//   template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();         // one .cpp
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <typeflow/device/cpu.hpp>
+#include <typeflow/device/thread_pool.hpp>
+#include <typeflow/registry/default_registry.hpp>
+#include <typeflow/registry/kernel_table.hpp>
+
+namespace typeflow {
+
+extern template const kernel_table<cpu>& kernels_of<default_registry, cpu>();
+extern template const kernel_table<thread_pool>& kernels_of<default_registry, thread_pool>();
+
+}  // namespace typeflow

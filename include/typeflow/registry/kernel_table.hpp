@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernel_table<Device>: what a runtime graph looks kernels up in, whatever registry made it.
+//  - kernel_entry<Device>: (op name, dtype) -> a type-erased compute or compute_async;
+//  - op_entry: op name -> how to build the op from its attributes;
+//  - kernel_table<Device>: both, sorted, searched by binary search (constexpr).
+// dispatch_table<Registry, Device> (registry/dispatch_table.hpp) generates the entries, and
+// kernels_of<Registry, Device>() hands its table to runtime graphs; extern_kernels.hpp says how a
+// program instantiates that table once instead of in every translation unit.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/graph/attr_value.hpp>
+#include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/attributes.hpp>
+
+namespace typeflow {
+
+class runtime_op;
+
+template <class Device>
+struct kernel_entry {
+  using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
+  using compute_async_fn = void (*)(const void* op, kernel_context<Device>& ctx, kernel_done done);
+
+  std::string_view op;
+  dtype type = dtype::f32;
+  compute_fn compute = nullptr;              // a synchronous kernel's, else null
+  compute_async_fn compute_async = nullptr;  // an asynchronous kernel's, else null
+  bool expensive = false;
+  std::size_t order = 0;  // position in the registry's search order; the first wins
+};
+
+struct op_entry {
+  std::string_view name;
+  result<runtime_op> (*make)(const attr_map&) = nullptr;
+};
+
+template <class Device>
+struct kernel_table {
+  // Every (op, dtype) with a kernel on Device, sorted by op name then dtype.
+  std::span<const kernel_entry<Device>> kernels;
+  // Every op with a kernel on Device for some dtype, sorted by name.
+  std::span<const op_entry> ops;
+
+  constexpr const kernel_entry<Device>* find_kernel(std::string_view op, dtype type) const {
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair{op, type},
+                               [](const kernel_entry<Device>& e, const std::pair<std::string_view, dtype>& key) {
+                                 // `(e.op) <`: Clang 19 looks `op` up as the concept typeflow::op and
+                                 // reads `e.op < x` as a template argument list.
+                                 return e.op != key.first ? (e.op) < key.first : e.type < key.second;
+                               });
+    return it != kernels.end() && it->op == op && it->type == type ? &*it : nullptr;
+  }
+  constexpr const op_entry* find_op(std::string_view name) const {
+    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_entry& e, std::string_view n) { return e.name < n; });
+    return it != ops.end() && it->name == name ? &*it : nullptr;
+  }
+  // "f32, f64": the dtypes op has kernels for on Device.
+  std::string dtypes_of(std::string_view op) const {
+    detail::text t;
+    for (const kernel_entry<Device>& e : kernels)
+      if (e.op == op) {
+        if (!t.empty()) t.append(", ");
+        t.append(name_of(e.type));
+      }
+    return t.str();
+  }
+};
+
+// The table of Registry's kernels on Device, for runtime graphs. Defined in dispatch_table.hpp;
+// deliberately a non-inline function template, so that `extern template` can keep a translation
+// unit from instantiating it (and every kernel of the registry with it).
+template <class Registry, class Device>
+const kernel_table<Device>& kernels_of();
+
+}  // namespace typeflow
