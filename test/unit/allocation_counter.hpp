@@ -7,8 +7,13 @@
 // is replaced, `counting_available` is false and the counts are -1.
 #pragma once
 
+// GCC says so with __SANITIZE_*__, Clang with __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TYPEFLOW_TEST_NO_ALLOCATION_COUNTER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TYPEFLOW_TEST_NO_ALLOCATION_COUNTER 1
+#endif
 #endif
 
 #include <atomic>

@@ -74,27 +74,31 @@ class caller_pool final : public Eigen::ThreadPoolInterface {
   }
   int NumThreads() const override { return 1; }
   int CurrentThreadId() const override { return -1; }
-  // Runs queued work until finished() holds; wakes every millisecond to call poll().
+  // Runs queued work until finished() holds; wakes every millisecond to call poll(). finished()
+  // is called without this pool's lock held: it takes the barrier's, and the barrier calls wake()
+  // under its own, so holding both here would take them in the opposite order (a deadlock that
+  // ThreadSanitizer reports).
   template <class Finished, class Poll>
   void run_until(Finished&& finished, Poll&& poll) {
-    std::unique_lock lock(mutex_);
     while (!finished()) {
+      std::unique_lock lock(mutex_);
       if (queue_.empty()) {
-        cv_.wait_for(lock, std::chrono::milliseconds(1));
+        if (!woken_) cv_.wait_for(lock, std::chrono::milliseconds(1));
+        woken_ = false;
         lock.unlock();
         poll();
-        lock.lock();
         continue;
       }
       auto fn = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
       fn();
-      lock.lock();
     }
   }
+  // Makes run_until check finished() now (a wake before it waits is not lost).
   void wake() {
     std::lock_guard lock(mutex_);
+    woken_ = true;
     cv_.notify_all();
   }
 
@@ -102,6 +106,7 @@ class caller_pool final : public Eigen::ThreadPoolInterface {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  bool woken_ = false;
 };
 
 // TensorFlow's ExecutorBarrier: counts the partitions of a step down; the first error is the step's
