@@ -26,7 +26,7 @@ blocks = []  # (first line in the README, source)
 lines = readme.read_text(encoding="utf-8").splitlines()
 i = 0
 while i < len(lines):
-    if lines[i].strip() == "```cpp":
+    if re.fullmatch(r"```(cpp|c\+\+)(\s.*)?", lines[i].strip()):
         start = i + 2
         body = []
         i += 1
@@ -51,7 +51,8 @@ def check(block):
 
 
 failed = 0
-with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+# Two compilers at once at most: Meson runs other suites beside this one.
+with concurrent.futures.ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
     for line, code, output in pool.map(check, blocks):
         if code != 0:
             failed += 1

@@ -3,6 +3,10 @@
 // defaults), extension with a user's own op, and the text of the missing-kernel message.
 #include "support.hpp"
 
+#include <type_traits>
+
+#include <boost/hana/length.hpp>
+
 namespace tf = typeflow;
 
 namespace user {
@@ -59,4 +63,24 @@ TEST_CASE("a missing kernel is described with the dtypes that exist", "[registry
         "no kernel for op exp on device CPU with dtype f32; this op has no kernel on this device for any dtype in this "
         "registry. If it is an op of your own, give the session a registry that lists its kernels first: "
         "tf::session<Graph, Device, tf::registry<my_kernels, tf::cpu_kernel_list>> (README: \"Add an op and a kernel\")");
+}
+
+namespace {
+// A name for a name, and a name beside an unnamed list.
+struct renamed_cpu_kernels : tf::named_kernel_list<tf::cpu_kernel_list> {};
+struct named_unary : tf::named_kernel_list<tf::kernel_list<
+                         tf::kernel_family<tf::cpu_kernels::eigen_unary_kernel, tf::ops::exp, tf::devices<tf::cpu>, tf::dtypes<float>>>> {};
+}  // namespace
+
+TEST_CASE("named kernel lists: registries unwrap them, however deep, beside unnamed ones", "[registry]") {
+  STATIC_REQUIRE(std::is_same_v<tf::kernel_families_t<renamed_cpu_kernels>, tf::kernel_families_t<tf::cpu_kernel_list>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(tf::registry<renamed_cpu_kernels>::families), decltype(tf::default_registry::families)>);
+  STATIC_REQUIRE(tf::registry<renamed_cpu_kernels>::has_kernel<tf::ops::matmul, tf::cpu, float>);
+  using mixed = tf::registry<named_unary, tf::cpu_kernels::binary_kernels>;  // named_unary first
+  STATIC_REQUIRE(mixed::has_kernel<tf::ops::exp, tf::cpu, float>);
+  STATIC_REQUIRE(!mixed::has_kernel<tf::ops::exp, tf::cpu, double>);
+  STATIC_REQUIRE(mixed::has_kernel<tf::ops::add, tf::thread_pool, double>);
+  STATIC_REQUIRE(std::is_same_v<mixed::kernel<tf::ops::exp, tf::cpu, float>,
+                                tf::cpu_kernels::eigen_unary_kernel<tf::ops::exp, tf::cpu, float>>);
+  STATIC_REQUIRE(boost::hana::length(tf::kernel_families_t<tf::cpu_kernels::binary_kernels>{}) == boost::hana::size_c<10>);
 }

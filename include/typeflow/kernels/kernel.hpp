@@ -164,7 +164,7 @@ struct kernel_families_of {
 template <class List>
   requires requires { typename List::kernel_list_type; }
 struct kernel_families_of<List> {
-  using type = typename List::kernel_list_type;
+  using type = typename kernel_families_of<typename List::kernel_list_type>::type;  // a name of a name
 };
 }  // namespace detail
 

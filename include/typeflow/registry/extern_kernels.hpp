@@ -12,7 +12,10 @@
 //   #include <typeflow/typeflow.hpp>                 #include <typeflow/registry/instantiate_kernels.hpp>
 //   #include <typeflow/registry/extern_kernels.hpp>
 //
-// A program with a registry or a device of its own does the same for its pair with one line each:
+// The unit that instantiates a table builds every op of the registry from its attributes, so the
+// op_attributes specializations of a program's own ops must be visible there (put them in the
+// header that defines the ops). A program with a registry or a device of its own does the same for
+// its pair with one line each:
 //   extern template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();  // header
 //   template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();         // one .cpp
 #pragma once

@@ -417,16 +417,20 @@ inline status install_crash_handler() {
 }
 
 // Gives the calling thread a signal stack when a crash handler was installed since the thread last
-// asked: the runtime executors call it before every node, so that a pool's threads, started before
-// or after the handler, get one on their first node. When nothing changed, a relaxed atomic load
-// and a compare. A stack that cannot be made leaves the thread as it was (reports then need the
-// thread's own stack, as without the handler).
+// asked: the runtime executors call it before every node, so that their pool's threads get one on
+// their first node. (Other threads, such as a static parallel session's or the intra-op threads of
+// a thread_pool policy, have none unless they call this.) When nothing changed, a relaxed atomic
+// load and a compare. A stack that cannot be made leaves the thread as it was (a report then needs
+// the thread's own stack, as without the handler).
 inline void ensure_crash_signal_stack() noexcept {
   thread_local unsigned seen = 0;
   const unsigned now = detail::crash_handler_generation.load(std::memory_order_relaxed);
   if (now == seen) return;
   seen = now;
-  (void)install_crash_signal_stack();
+  try {
+    (void)install_crash_signal_stack();
+  } catch (...) {  // the status of a failure is built with strings, which may not fit in memory
+  }
 }
 
 // Whether every crash signal's action is this handler (false after one fired: it resets itself).
