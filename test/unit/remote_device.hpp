@@ -67,12 +67,16 @@ class remote_device {
       return done(errors::invalid_argument(name(), ": a copy between ", src.space(), " and ", dst.space(), " is not this device's"));
     if (src.spec() != dst.spec())
       return done(errors::invalid_argument(name(), ": copy of ", src.spec(), " into ", dst.spec()));
-    ++pending_;
+    // Pending until the copy has run and Schedule has returned: the copier's pool still touches
+    // its own state after queueing, and the copy's callback may already have let the caller go on
+    // to destroy this device.
+    pending_ += 2;
     copier_->Schedule([this, s = src, d = dst, done = std::move(done)] {
       if (s.bytes() != 0) std::memcpy(d.data(), s.data(), s.bytes());
       done(ok_status());
       --pending_;
     });
+    --pending_;
   }
 
   Eigen::DefaultDevice eigen_;

@@ -72,7 +72,7 @@ struct runtime_step {
   const cancellation* session_cancel = nullptr;
   run_metadata* metadata = nullptr;
   rendezvous* transfers = nullptr;             // for graphs with _send and _recv
-  Eigen::ThreadPoolInterface* pool = nullptr;  // where a deep inline receive continues
+  Eigen::ThreadPoolInterface* pool = nullptr;  // the pool an async run (a partition) runs on
   const char* session = nullptr;               // the session's label in crash reports (runtime/crash_handler.hpp),
                                                // outliving the step; null: that of the running thread's scope
 };
@@ -298,6 +298,7 @@ class runtime_executor {
     std::vector<node_stats> stats;
     std::vector<unsigned char> ran;  // not vector<bool>: nodes on several threads write their own entry
     std::chrono::steady_clock::time_point start;
+    detail::parallel_step<parallel_body>* parallel = nullptr;  // the step, where a deep receive continues
   };
 
   struct parallel_body {
@@ -363,9 +364,9 @@ class runtime_executor {
         st = errors::failed_precondition("node '", it.name, "' (_recv): the step has no rendezvous");
         return true;
       }
-      Eigen::ThreadPoolInterface* pool = s.step.pool;
+      detail::parallel_step<parallel_body>* step = s.parallel;
       const std::uint32_t slot = n.slot;
-      return run_async(device, s, k, st, done, t0, [&device, &y, rv, pool, slot](kernel_done d) {
+      return run_async(device, s, k, st, done, t0, [&device, &y, rv, step, slot](kernel_done d) {
         auto deliver = [&device, &y, d = std::move(d)](status rst, tensor t) {
           if (!rst.ok()) return d(std::move(rst));
           if (!t.valid()) {  // a control signal: an empty tensor
@@ -377,9 +378,9 @@ class runtime_executor {
             d(std::move(cst));
           });
         };
-        rv->recv_async(slot, [pool, deliver = std::move(deliver)](status rst, tensor t) mutable {
-          if (pool != nullptr && detail::inline_receives >= detail::max_inline_receives) {
-            pool->Schedule([deliver = std::move(deliver), rst = std::move(rst), t = std::move(t)]() mutable {
+        rv->recv_async(slot, [step, deliver = std::move(deliver)](status rst, tensor t) mutable {
+          if (step != nullptr && detail::inline_receives >= detail::max_inline_receives) {
+            step->schedule([deliver = std::move(deliver), rst = std::move(rst), t = std::move(t)]() mutable {
               deliver(std::move(rst), std::move(t));
             });
             return;
@@ -528,7 +529,9 @@ class runtime_executor<Device, Registry>::async_run {
  public:
   async_run(const runtime_executor& e, Device& device, const runtime_step& step)
       : e_(e), state_(e, step), body_{e, device, state_},
-        step_(e.dag_, body_, *step.pool, std::span(state_.pending.get(), e.nodes_.size())), device_(device) {}
+        step_(e.dag_, body_, *step.pool, std::span(state_.pending.get(), e.nodes_.size())), device_(device) {
+    state_.parallel = &step_;
+  }
   async_run(const async_run&) = delete;
   async_run& operator=(const async_run&) = delete;
 

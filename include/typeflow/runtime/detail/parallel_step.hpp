@@ -14,6 +14,9 @@
 //    The calling thread takes part, then sleeps on a condition variable until the last node ends.
 // Body::start(k, status& st, step_completion done) runs node k: it returns true when the node has
 // finished (its status in st), or false when it will call done(status) once, from any thread.
+// The step does not end while a thread is inside the pool's Schedule for it: Eigen's pool still
+// wakes a worker after the task is queued, and that task may end the step, after which the caller
+// may destroy the pool (a session's, a device's). ThreadSanitizer found it on a copy thread.
 #pragma once
 #include <typeflow/core/detail/internal_header_check.hpp>
 
@@ -21,8 +24,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,6 +83,14 @@ class ready_queue {
 
 // What an asynchronous node calls once when it is done: counts it as finished with `st`. Plain
 // data (no allocation), so a body can hand it to an executor-independent callback.
+// The steps whose pool Schedule this thread is inside (Eigen's pool runs a task inline when its
+// queue is full, and that task may end the step: it must not wait for its own thread).
+struct schedule_frame {
+  const void* step;
+  const schedule_frame* next;
+};
+inline thread_local const schedule_frame* schedule_frames = nullptr;
+
 struct step_completion {
   void* step;
   std::uint32_t node;
@@ -116,6 +129,17 @@ class parallel_step {
     begin();
   }
 
+  // Hands fn to the pool; the step does not end before the pool's Schedule has returned. For work
+  // of this step only (a body continuing a node on the pool).
+  void schedule(std::function<void()> fn) {
+    scheduling_.fetch_add(1, std::memory_order_relaxed);  // ordered before the task by the pool's queue
+    const schedule_frame frame{this, schedule_frames};
+    schedule_frames = &frame;
+    pool_.Schedule(std::move(fn));
+    schedule_frames = frame.next;
+    scheduling_.fetch_sub(1, std::memory_order_release);
+  }
+
   // True once a node has failed: a body may use it to skip work.
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
 
@@ -142,7 +166,7 @@ class parallel_step {
   }
 
   void hand_off(std::uint32_t k) {
-    pool_.Schedule([this, k] {
+    schedule([this, k] {
       ready_queue ready;
       ready.push(k);
       process_inline(ready, /*worker=*/true);
@@ -213,6 +237,7 @@ class parallel_step {
 
   void finish_one() {
     if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      wait_for_schedulers();
       if (finished_) {
         status st;
         {
@@ -227,11 +252,20 @@ class parallel_step {
     }
   }
 
+  // Waits until no other thread is inside the pool's Schedule for this step (a short tail: the
+  // task it queued has already run).
+  void wait_for_schedulers() const noexcept {
+    std::uint32_t own = 0;
+    for (const schedule_frame* f = schedule_frames; f != nullptr; f = f->next) own += f->step == this;
+    while (scheduling_.load(std::memory_order_acquire) > own) std::this_thread::yield();
+  }
+
   const step_dag& dag_;
   Body& body_;
   Eigen::ThreadPoolInterface& pool_;
   std::span<std::atomic<std::uint32_t>> pending_;
   std::atomic<std::size_t> outstanding_{0};
+  std::atomic<std::uint32_t> scheduling_{0};  // threads inside pool_.Schedule for this step
   std::atomic<bool> failed_{false};
   std::mutex mutex_;
   std::condition_variable done_cv_;
