@@ -382,6 +382,42 @@ TEST_CASE("placement errors: each names the node and why; soft placement falls b
              Catch::Contains("feed 'x'") && Catch::Contains("shape [3]"));
 }
 
+TEST_CASE("a graph that already holds _send or _recv nodes: refused with the node named, never a wait",
+          "[devices][errors]") {
+  tf::cpu c0;
+  tf::thread_pool c1(1);
+  tf::device_set<tf::cpu, tf::thread_pool> set;
+  set.add(c0);
+  set.add(c1);
+  // A transfer without its attributes is refused (when its signature is first planned), naming the node.
+  const tf::tensor two = *tf::tensor::filled<float>(tf::shape{2}, 1.f);
+  for (auto [text, attribute] : {std::pair{"x = placeholder() dtype=f32 shape=shape[2]\ny = _send(x)\n", "'key'"},
+                                 std::pair{"x = placeholder() dtype=f32 shape=shape[2]\ny = _recv() dtype=f32 key=\"a\"\n", "'shape'"}}) {
+    INFO(text);
+    auto s = host_session::make(parse(text), set);
+    const tf::status st = s.ok() ? (*s)->run({{"x", two}}, {"y"}).status() : s.status();
+    REQUIRE(!st.ok());
+    CHECK(st.code() == tf::status_code::invalid_argument);
+    CHECK_THAT(std::string(st.message()), Catch::Contains("node 'y'") && Catch::Contains(std::string("attribute ") + attribute + " is required"));
+  }
+  // A complete transfer whose key is not one this step's partitions exchange: no partner will
+  // ever come, so the run refuses it rather than wait, on one device or across two, with or
+  // without inter-op threads.
+  const std::string x = "x = placeholder() dtype=f32 shape=shape[2] @CPU:0\n";
+  for (const std::string& text : {x + "y = _send(x) key=\"a\" @CPU:1\nz = identity(x)\n",
+                                  x + "y = _recv() dtype=f32 shape=shape[2] key=\"a\" @CPU:1\nz = add(x, y)\n"}) {
+    for (int threads : {0, 2}) {
+      INFO(text << "threads " << threads);
+      auto s = host_session::make(parse(text), set, {.inter_op_threads = threads});
+      REQUIRE(s.ok());
+      auto out = (*s)->run({{"x", two}}, {"z", "y"});
+      REQUIRE(!out.ok());
+      CHECK(out.status().code() == tf::status_code::failed_precondition);
+      CHECK_THAT(std::string(out.status().message()), Catch::Contains("node 'y'") && Catch::Contains("key 'a'"));
+    }
+  }
+}
+
 TEST_CASE("a partition that fails mid-step, timeouts, cancellation and close with receives pending",
           "[devices][cancel]") {
   tf::cpu c0;
