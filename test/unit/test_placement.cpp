@@ -42,6 +42,17 @@ tf::graph_def placed_alternately(tf::graph_def def, const std::vector<std::strin
 }
 
 
+// CPU:0 a cpu and CPU:1 a thread_pool of `threads` intra-op threads, in one set.
+struct two_hosts {
+  explicit two_hosts(int threads) : c1(threads) {
+    set.add(c0);
+    set.add(c1);
+  }
+  tf::cpu c0;
+  tf::thread_pool c1;
+  tf::device_set<tf::cpu, tf::thread_pool> set;
+};
+
 }  // namespace
 
 TEST_CASE("memory spaces: host accessors refuse device memory, naming the device", "[devices][memory]") {
@@ -222,11 +233,9 @@ done = identity(c, ^y)
 
 TEST_CASE("runtime graphs on two host devices, placed alternately, give bitwise the one-device results",
           "[devices][session]") {
-  tf::cpu c0, alone;
-  tf::thread_pool c1(2);
-  tf::device_set<tf::cpu, tf::thread_pool> set;
-  set.add(c0);
-  set.add(c1);
+  tf::cpu alone;
+  two_hosts hosts(2);
+  auto& set = hosts.set;
   const tf::tensor x = tf::test::random_tensor<float>(tf::shape{5, 4}, 3);
   auto one = tf::runtime_graph<tf::cpu>::make(parse(mlp_text));
   REQUIRE(one.ok());
@@ -384,11 +393,8 @@ TEST_CASE("placement errors: each names the node and why; soft placement falls b
 
 TEST_CASE("a graph that already holds _send or _recv nodes: refused with the node named, never a wait",
           "[devices][errors]") {
-  tf::cpu c0;
-  tf::thread_pool c1(1);
-  tf::device_set<tf::cpu, tf::thread_pool> set;
-  set.add(c0);
-  set.add(c1);
+  two_hosts hosts(1);
+  auto& set = hosts.set;
   // A transfer without its attributes is refused (when its signature is first planned), naming the node.
   const tf::tensor two = *tf::tensor::filled<float>(tf::shape{2}, 1.f);
   for (auto [text, attribute] : {std::pair{"x = placeholder() dtype=f32 shape=shape[2]\ny = _send(x)\n", "'key'"},
@@ -420,11 +426,8 @@ TEST_CASE("a graph that already holds _send or _recv nodes: refused with the nod
 
 TEST_CASE("a partition that fails mid-step, timeouts, cancellation and close with receives pending",
           "[devices][cancel]") {
-  tf::cpu c0;
-  tf::thread_pool c1(2);
-  tf::device_set<tf::cpu, tf::thread_pool> set;
-  set.add(c0);
-  set.add(c1);
+  two_hosts hosts(2);
+  auto& set = hosts.set;
   // CPU:1 waits in _recv for p, which CPU:0 computes slowly.
   auto text = [](std::string_view probe_attrs) {
     return "x = const() dtype=f32 shape=shape[4] value=1 @CPU:0\n"

@@ -510,13 +510,13 @@ class runtime_session<devices<Ds...>, Registry> {
       part_targets.erase(std::unique(part_targets.begin(), part_targets.end()), part_targets.end());
       status st = devices_.visit(part.device, [&](auto& device) -> status {
         using D = std::remove_cvref_t<decltype(device)>;
+        part.label = detail::cat("partition on ", device.name()).str();  // errors' context, crash reports
         auto g = runtime_graph<D, Registry>::make(parts.graphs[p]);
-        if (!g.ok()) return g.status().with_context(detail::cat("partition on ", device.name()).str());
+        if (!g.ok()) return g.status().with_context(part.label);
         auto e = runtime_executor<D, Registry>::make(std::make_shared<const runtime_graph<D, Registry>>(std::move(*g)), part_feeds,
                                                      part_fetches, part_targets, parts.keys.get(), &device);
-        if (!e.ok()) return e.status().with_context(detail::cat("partition on ", device.name()).str());
+        if (!e.ok()) return e.status().with_context(part.label);
         part.executor.template emplace<std::shared_ptr<const runtime_executor<D, Registry>>>(std::move(*e));
-        part.label = detail::cat("partition on ", device.name()).str();
         return ok_status();
       });
       if (!st.ok()) return st;

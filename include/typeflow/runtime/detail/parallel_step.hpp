@@ -81,8 +81,6 @@ class ready_queue {
   std::size_t size_ = 0;
 };
 
-// What an asynchronous node calls once when it is done: counts it as finished with `st`. Plain
-// data (no allocation), so a body can hand it to an executor-independent callback.
 // The steps whose pool Schedule this thread is inside (Eigen's pool runs a task inline when its
 // queue is full, and that task may end the step: it must not wait for its own thread).
 struct schedule_frame {
@@ -91,6 +89,8 @@ struct schedule_frame {
 };
 inline thread_local const schedule_frame* schedule_frames = nullptr;
 
+// What an asynchronous node calls once when it is done: counts it as finished with `st`. Plain
+// data (no allocation), so a body can hand it to an executor-independent callback.
 struct step_completion {
   void* step;
   std::uint32_t node;
