@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Array ops (reshape, identity, transpose, concat, slice, pad, gather, fill): every op x dtype
+// Array ops (reshape, identity, transpose, concat, slice, split, pad, gather, fill): every op x dtype
 // against plain index-loop references on random inputs, on both host policies; shape inference
 // at compile time; every attribute, shape and index error.
 #include "support.hpp"
@@ -278,6 +278,40 @@ void check_gather(Device& device, const std::vector<gather_case>& cases = gather
   check_gather_with<T, std::int64_t>(device, cases);
 }
 
+// --- split -------------------------------------------------------------------------------
+
+struct split_case { tf::shape x; std::int64_t axis; std::int64_t parts; };
+const std::vector<split_case> split_cases = {
+    {{6}, 0, 3},         {{6}, -1, 1},       {{4, 6}, 1, 2},       {{4, 6}, 0, 4},      {{2, 3, 4}, 1, 3},
+    {{2, 3, 4}, -1, 2},  {{3, 0, 2}, 2, 2},  {{3, 4, 2, 5}, 2, 2}, {{0, 4}, 1, 2},
+};
+
+template <class T, class Device>
+void check_split(Device& device, const std::vector<split_case>& cases = split_cases) {
+  std::uint64_t seed = 500;
+  for (const split_case& c : cases) {
+    INFO("split " << c.x.to_string() << " axis " << c.axis << " into " << c.parts);
+    const auto x = random_values<T>(c.x, seed++);
+    const auto values = as_doubles<T>(x);
+    const std::size_t axis = *tf::normalize_axis(c.axis, c.x.rank());
+    tf::shape part = c.x;
+    part[axis] = c.x[axis] / c.parts;
+    auto y = tf::call<T>(device, tf::ops::split{.axis = c.axis, .num_split = c.parts}, x);
+    INFO("status: " << y.status().to_string());
+    REQUIRE(y.ok());
+    REQUIRE(y->size() == static_cast<std::size_t>(c.parts));
+    for (std::int64_t k = 0; k < c.parts; ++k) {
+      std::vector<double> expected;
+      for (std::int64_t f = 0; f < part.num_elements(); ++f) {
+        auto at = unravel(f, part);
+        at[axis] += k * part[axis];
+        expected.push_back(values[static_cast<std::size_t>(ravel(at, c.x))]);
+      }
+      tf::test::require_close<T>((*y)[static_cast<std::size_t>(k)], part, expected, 0.0);
+    }
+  }
+}
+
 // --- fill --------------------------------------------------------------------------------
 
 const std::vector<tf::shape> fill_shapes = {tf::shape{}, tf::shape{0}, tf::shape{3}, tf::shape{2, 0, 4},
@@ -306,6 +340,7 @@ void check_array_ops(Device& device) {
   check_slice<T>(device);
   check_pad<T>(device);
   check_gather<T>(device);
+  check_split<T>(device);
 }
 
 }  // namespace
@@ -336,7 +371,9 @@ TEMPLATE_LIST_TEST_CASE("array ops on tensors large enough to split over threads
   const std::vector<pad_case> pads = {{{200, 100, 9}, {1, 2, 0, 0, 3, 1}}, {{500, 501}, {0, 0, 7, 5}}};
   const std::vector<gather_case> gathers = {{{1000, 300}, 0, {900}}, {{30, 1000, 3}, 1, {2000}}};
   const std::vector<tf::shape> fills = {{1000, 513}};
+  const std::vector<split_case> splits = {{{2000, 300}, 1, 3}, {{3000, 200}, 0, 2}};
   SECTION("f32") {
+    check_split<float>(device, splits);
     check_reshape<float>(device, reshapes);
     check_transpose<float>(device, transposes);
     check_concat<float>(device, concats);
@@ -547,4 +584,25 @@ TEST_CASE("fill reports bad dims, dtypes and values", "[array][errors]") {
                 tf::status_code::invalid_argument, "fill: value does not fit in dtype i64");
   require_error(tf::call<float>(device, tf::ops::fill{}, random_values<float>(tf::shape{2}, 1)),
                 tf::status_code::invalid_argument, "fill: expects 0 inputs, got 1");
+}
+
+TEST_CASE("split reports bad axes, part counts and outputs", "[array][errors]") {
+  tf::cpu device;
+  const auto x = random_values<float>(tf::shape{4, 6}, 1);
+  const auto run = [&](std::int64_t axis, std::int64_t parts) {
+    return tf::call<float>(device, tf::ops::split{.axis = axis, .num_split = parts}, x);
+  };
+  require_error(run(1, 4), tf::status_code::invalid_argument,
+                "split: dimension 1 of input shape [4, 6] (6) does not divide into 4 equal parts");
+  require_error(run(2, 2), tf::status_code::invalid_argument, "split: axis 2 is out of range for rank 2");
+  require_error(run(0, 0), tf::status_code::invalid_argument, "split: num_split must be at least 1, got 0");
+  require_error(tf::call<float>(device, tf::ops::split{}, random_values<float>(tf::shape{}, 1)),
+                tf::status_code::invalid_argument, "split: the input must have rank >= 1, got a scalar");
+  const tf::tensor_spec in[] = {x.spec()};
+  require_error(tf::infer(tf::ops::split{.num_split = 2}, in, 2), tf::status_code::invalid_argument,
+                "split: output 2 does not exist (it has 2 outputs)");
+  require_error(tf::infer(tf::ops::concat{}, in, 1), tf::status_code::invalid_argument,
+                "concat: output 1 does not exist (it has 1 output)");
+  static_assert(tf::num_outputs_of(tf::ops::split{.num_split = 5}) == 5);
+  static_assert(tf::multi_output_op<tf::ops::split> && !tf::multi_output_op<tf::ops::concat>);
 }

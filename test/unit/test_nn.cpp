@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// bias_add, softmax, log_softmax and batch_norm: every op x dtype against plain-loop references
+// bias_add, softmax, log_softmax, batch_norm and top_k: every op x dtype against plain-loop references
 // (double precision) on random inputs, on both host policies; softmax along every axis, negative
 // axes and inputs of large magnitude; shape inference at compile time; run-time errors.
 #include "support.hpp"
@@ -156,6 +156,61 @@ void check_batch_norm(Device& device, double epsilon) {
 
 }  // namespace
 
+// ---- top_k --------------------------------------------------------------------------------
+
+struct top_k_case { tf::shape s; std::int64_t k; };
+// Rows of one element, k = 0, k = n, empty rows, many rows, and rows long enough to split.
+const std::vector<top_k_case> top_k_cases = {{{5}, 2},    {{5}, 5},      {{3, 4}, 1},   {{2, 3, 6}, 3},
+                                             {{4, 1}, 1}, {{3, 7}, 0},   {{0, 5}, 2},   {{2, 0}, 0},
+                                             {{9, 40}, 7}, {{300, 257}, 13}};
+
+// The reference: each row's positions sorted by value (NaN first), then by position.
+template <class T>
+void check_top_k_case(auto& device, const top_k_case& c, const tf::tensor& x, bool sorted) {
+  INFO("top_k " << c.s.to_string() << " k " << c.k << (sorted ? " sorted" : " in row order") << ", dtype "
+                << tf::name_of(tf::dtype_of<T>));
+  auto y = tf::call<T>(device, tf::ops::top_k{.k = c.k, .sorted = sorted}, x);
+  INFO("status: " << y.status().to_string());
+  REQUIRE(y.ok());
+  REQUIRE(y->size() == 2);
+  const auto values = as_doubles<T>(x);
+  const std::int64_t n = c.s[c.s.rank() - 1];
+  const std::int64_t rows = n == 0 ? 0 : c.s.num_elements() / n;
+  tf::shape out = c.s;
+  out[out.rank() - 1] = c.k;
+  std::vector<double> expected_values, expected_indices;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) order[static_cast<std::size_t>(j)] = j;
+    const auto at = [&](std::int64_t j) { return values[static_cast<std::size_t>(r * n + j)]; };
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+      if (std::isnan(at(a)) || std::isnan(at(b))) return std::isnan(at(a)) && !std::isnan(at(b));
+      return at(a) > at(b);
+    });
+    order.resize(static_cast<std::size_t>(c.k));
+    if (!sorted) std::sort(order.begin(), order.end());
+    for (std::int64_t j : order) {
+      expected_values.push_back(at(j));
+      expected_indices.push_back(static_cast<double>(j));
+    }
+  }
+  require_close<T>((*y)[0], out, expected_values, 0.0);
+  require_close<std::int64_t>((*y)[1], out, expected_indices, 0.0);
+}
+
+template <class T, class Device>
+void check_top_k(Device& device) {
+  std::uint64_t seed = 900;
+  for (const auto& c : top_k_cases) {
+    // Few distinct values, so rows are full of ties, and values spread wide.
+    for (double range : {3.0, 1000.0}) {
+      const auto x = random_tensor<T>(c.s, seed++, -range, range);
+      check_top_k_case<T>(device, c, x, true);
+      check_top_k_case<T>(device, c, x, false);
+    }
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("bias_add matches its reference", "[nn][bias_add]", tf::test::device_policies) {
   auto device = tf::test::make_device<TestType>();
   SECTION("f32") { check_bias_add<float>(device); }
@@ -296,4 +351,35 @@ TEST_CASE("nn ops report bad inputs", "[nn][errors]") {
                 status_code::invalid_argument, "batch_norm: input dtype i32 is not supported");
   require_error(tf::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, v), status_code::invalid_argument,
                 "batch_norm: expects 5 inputs, got 4");
+}
+
+TEMPLATE_LIST_TEST_CASE("top_k matches its reference, ties and NaN included", "[nn][top_k]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  SECTION("f32") { check_top_k<float>(device); }
+  SECTION("f64") { check_top_k<double>(device); }
+  SECTION("i32") { check_top_k<std::int32_t>(device); }
+  SECTION("i64") { check_top_k<std::int64_t>(device); }
+  SECTION("f16") { check_top_k<Eigen::half>(device); }
+  SECTION("bf16") { check_top_k<Eigen::bfloat16>(device); }
+  SECTION("NaN ranks above every number") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const auto x = *tf::tensor::from_values<float>({1, nan, 3, -std::numeric_limits<float>::infinity(), nan, 3}, tf::shape{1, 6});
+    for (bool sorted : {true, false}) check_top_k_case<float>(device, top_k_case{{1, 6}, 4}, x, sorted);
+  }
+}
+
+TEST_CASE("top_k reports bad k, ranks and dtypes", "[nn][top_k][errors]") {
+  tf::cpu device;
+  const auto x = random_tensor<float>(tf::shape{3, 4}, 1);
+  require_error(tf::call<float>(device, tf::ops::top_k{.k = 5}, x), tf::status_code::invalid_argument,
+                "top_k: k = 5 is larger than the last dimension of input shape [3, 4] (4)");
+  require_error(tf::call<float>(device, tf::ops::top_k{.k = -1}, x), tf::status_code::invalid_argument,
+                "top_k: k must be >= 0, got -1");
+  require_error(tf::call<float>(device, tf::ops::top_k{}, random_tensor<float>(tf::shape{}, 1)),
+                tf::status_code::invalid_argument, "top_k: input must have rank >= 1");
+  const tf::tensor_spec flags[] = {{tf::dtype::boolean, tf::shape{2}}};
+  require_error(tf::infer(tf::ops::top_k{}, flags), tf::status_code::invalid_argument, "top_k: ");
+  constexpr tf::tensor_spec in[] = {{tf::dtype::f32, tf::shape{3, 4}}};
+  static_assert(tf::infer(tf::ops::top_k{.k = 2}, in, 1)->type == tf::dtype::i64);
+  static_assert(tf::infer(tf::ops::top_k{.k = 2}, in, 1)->dims == tf::shape{3, 2});
 }

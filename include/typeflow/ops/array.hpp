@@ -245,6 +245,37 @@ struct concat {
   friend constexpr bool operator==(const concat&, const concat&) = default;
 };
 
+// Cuts the input into num_split equal parts along `axis` (negative counts from the back): output
+// k is x[..., k * n : (k + 1) * n, ...] with n = x[axis] / num_split, which must divide evenly.
+// TensorFlow's Split; the first op with several outputs ("s:1" in a runtime graph).
+struct split {
+  static constexpr std::string_view name = "split";
+  static constexpr int num_inputs = 1;
+  std::int64_t axis = 0;
+  std::int64_t num_split = 2;
+
+  constexpr std::size_t num_outputs() const { return num_split >= 1 ? static_cast<std::size_t>(num_split) : 1; }
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in, std::size_t = 0) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in, std::size_t = 0) const {
+    const shape& x = in[0];
+    if (num_split < 1) return errors::invalid_argument(name, ": num_split must be at least 1, got ", num_split);
+    if (x.rank() == 0) return errors::invalid_argument(name, ": the input must have rank >= 1, got a scalar");
+    const auto a = normalize_axis(axis, x.rank());
+    if (!a.ok()) return a.status().with_context(name);
+    shape out = x;
+    if (x[*a] != dyn) {
+      if (x[*a] % num_split != 0)
+        return errors::invalid_argument(name, ": dimension ", *a, " of input shape ", x, " (", x[*a],
+                                        ") does not divide into ", num_split, " equal parts");
+      out[*a] = x[*a] / num_split;
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const split&, const split&) = default;
+};
+
 // y = x[begin[0] : begin[0] + size[0], ...]: one entry of `begin` and `size` per input
 // dimension; a size of -1 takes everything from begin to the end.
 struct slice {

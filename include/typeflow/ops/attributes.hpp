@@ -98,6 +98,12 @@ inline constexpr auto op_attributes<ops::transpose> = std::tuple{attribute<"perm
 template <>
 inline constexpr auto op_attributes<ops::concat> = std::tuple{attribute<"axis", &ops::concat::axis>{}};
 template <>
+inline constexpr auto op_attributes<ops::split> =
+    std::tuple{attribute<"axis", &ops::split::axis>{}, attribute<"num_split", &ops::split::num_split>{}};
+template <>
+inline constexpr auto op_attributes<ops::top_k> =
+    std::tuple{attribute<"k", &ops::top_k::k>{}, attribute<"sorted", &ops::top_k::sorted>{}};
+template <>
 inline constexpr auto op_attributes<ops::slice> =
     std::tuple{attribute<"begin", &ops::slice::begin>{}, attribute<"size", &ops::slice::size>{}};
 template <>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Neural-network layers that are not convolutions: bias_add, softmax, log_softmax and inference
-// batch normalisation. Channels are the last dimension (NHWC), as in TensorFlow's defaults.
+// Neural-network layers that are not convolutions: bias_add, softmax, log_softmax, inference
+// batch normalisation, and top_k. Channels are the last dimension (NHWC), as in TensorFlow's defaults.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -113,6 +113,37 @@ struct batch_norm {
     return out;
   }
   friend constexpr bool operator==(const batch_norm&, const batch_norm&) = default;
+};
+
+// The k largest entries of each row along the last dimension: output 0 their values, output 1
+// their positions in the row (i64), both of shape [..., k]. sorted: largest first, and among
+// equal values the lower position first (TensorFlow's TopKV2); not sorted: in the order they
+// stand in the row. NaN counts as larger than every number, as in PyTorch's topk.
+struct top_k {
+  static constexpr std::string_view name = "top_k";
+  static constexpr int num_inputs = 1;
+  std::int64_t k = 1;
+  bool sorted = true;
+
+  static constexpr std::size_t num_outputs() { return 2; }
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in, std::size_t output = 0) const {
+    auto d = detail::same_dtype(name, in, detail::accepts::numbers);
+    if (!d.ok() || output == 0) return d;
+    return dtype::i64;
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in, std::size_t = 0) const {
+    const shape& x = in[0];
+    if (auto st = detail::require_min_rank(name, "input", x, 1); !st.ok()) return st;
+    if (k < 0) return errors::invalid_argument(name, ": k must be >= 0, got ", k);
+    const std::int64_t n = x[x.rank() - 1];
+    if (n != dyn && k > n)
+      return errors::invalid_argument(name, ": k = ", k, " is larger than the last dimension of input shape ", x,
+                                      " (", n, ")");
+    shape out = x;
+    out[x.rank() - 1] = k;
+    return out;
+  }
+  friend constexpr bool operator==(const top_k&, const top_k&) = default;
 };
 
 } // namespace typeflow::ops

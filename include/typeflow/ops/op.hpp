@@ -3,6 +3,9 @@
 // data members (public, so an op value can be a template argument), and its dtype and shape
 // inference are constexpr member functions, run at compile time for static graphs and at run
 // time for tensors. Ops know nothing of devices; kernels (kernels/) implement them.
+// An op with several outputs (split, top_k) says how many with a constexpr member num_outputs()
+// (a constant, or an attribute such as split's num_split) and infers output k with
+// infer_dtype(dtypes, k) and infer_shape(shapes, k); k defaults to 0, so it is an `op` as well.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -31,6 +34,21 @@ concept op = requires(const Op& o, std::span<const dtype> dtypes, std::span<cons
   { o.infer_shape(shapes) } -> std::same_as<result<shape>>;
 };
 
+// Satisfied by ops::top_k and ops::split; not by ops::add (one output).
+template <class Op>
+concept multi_output_op = op<Op> && requires(const Op& o, std::span<const dtype> dtypes, std::span<const shape> shapes) {
+  { o.num_outputs() } -> std::convertible_to<std::size_t>;
+  { o.infer_dtype(dtypes, std::size_t{0}) } -> std::same_as<result<dtype>>;
+  { o.infer_shape(shapes, std::size_t{0}) } -> std::same_as<result<shape>>;
+};
+
+// How many outputs an op value has: 1 unless it is a multi_output_op.
+template <op Op>
+constexpr std::size_t num_outputs_of(const Op& o) {
+  if constexpr (multi_output_op<Op>) return static_cast<std::size_t>(o.num_outputs());
+  else return 1;
+}
+
 // The number of inputs an op instance takes: its fixed arity, or any count >= 1 when variadic.
 template <op Op>
 constexpr status check_arity(std::size_t count) {
@@ -44,11 +62,14 @@ constexpr status check_arity(std::size_t count) {
   return ok_status();
 }
 
-// Full inference for one op application: arity, then dtypes, then shapes. Messages start with
-// the op's name. Works at compile time and at run time.
+// Full inference for one op application: arity, then dtypes, then shapes, of output `output`.
+// Messages start with the op's name. Works at compile time and at run time.
 template <op Op>
-constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> inputs) {
+constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> inputs, std::size_t output = 0) {
   if (auto st = check_arity<Op>(inputs.size()); !st.ok()) return st;
+  if (const std::size_t n = num_outputs_of(o); output >= n)
+    return errors::invalid_argument(Op::name, ": output ", output, " does not exist (it has ", n, " output",
+                                    n == 1 ? "" : "s", ")");
   std::array<dtype, 16> dtypes_small{};
   std::array<shape, 16> shapes_small{};
   if (inputs.size() > dtypes_small.size())
@@ -58,11 +79,21 @@ constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> in
     dtypes_small[i] = inputs[i].type;
     shapes_small[i] = inputs[i].dims;
   }
-  auto d = o.infer_dtype(std::span<const dtype>(dtypes_small.data(), inputs.size()));
+  const std::span<const dtype> dtypes(dtypes_small.data(), inputs.size());
+  const std::span<const shape> shapes(shapes_small.data(), inputs.size());
+  auto d = [&] {
+    if constexpr (multi_output_op<Op>) return o.infer_dtype(dtypes, output);
+    else return o.infer_dtype(dtypes);
+  }();
   if (!d.ok()) return d.status();
-  auto s = o.infer_shape(std::span<const shape>(shapes_small.data(), inputs.size()));
+  auto s = [&] {
+    if constexpr (multi_output_op<Op>) return o.infer_shape(shapes, output);
+    else return o.infer_shape(shapes);
+  }();
   if (!s.ok()) return s.status();
-  if (auto st = s->check_size(); !st.ok()) return errors::invalid_argument(Op::name, ": output ", st.message());
+  if (auto st = s->check_size(); !st.ok())
+    return output == 0 ? errors::invalid_argument(Op::name, ": output ", st.message())
+                       : errors::invalid_argument(Op::name, ": output ", output, " ", st.message());
   return tensor_spec{*d, *s};
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // call<T>(device, op, inputs...): runs one op eagerly through the kernel that the registry picks
-// at compile time for (op, device, T). Everything that depends on the tensors' run-time dtypes
+// at compile time for (op, device, T), and gives its output (all of them, in a vector, for an op
+// with several). Everything that depends on the tensors' run-time dtypes
 // and shapes is checked and reported as a status; a missing kernel is a compile error.
 #pragma once
 
@@ -8,6 +9,7 @@
 
 #include <array>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include <typeflow/core/status.hpp>
@@ -19,10 +21,15 @@
 
 namespace typeflow {
 
+// What call returns: the output tensor, or for an op with several outputs (split, top_k) all of
+// them in order.
+template <op Op>
+using call_result = std::conditional_t<multi_output_op<Op>, std::vector<tensor>, tensor>;
+
 // Inputs given as a span: the form for variadic ops (concat) and for programs that hold tensors
 // in containers.
 template <element_type T, class Registry = default_registry, device_policy Device, op Op>
-result<tensor> call(Device& device, const Op& o, std::span<const tensor> inputs) {
+result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor> inputs) {
   using kernel_type = typename Registry::template kernel<Op, Device, T>;
 
   constexpr std::size_t small = 8;
@@ -38,16 +45,26 @@ result<tensor> call(Device& device, const Op& o, std::span<const tensor> inputs)
     if (!t.valid()) return errors::invalid_argument(Op::name, ": input ", i, " is an empty tensor with no storage");
     specs[i] = t.spec();
   }
-  auto out = infer(o, std::span<const tensor_spec>(specs));
-  if (!out.ok()) return out.status();
-  if (kernel_dtype<Op>(specs, *out) != dtype_of<T>)
-    return errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
-                                    inputs.empty() ? "the output" : "input 0", " has dtype ",
-                                    kernel_dtype<Op>(specs, *out));
-
-  auto y = device.allocate(out->type, out->dims);
-  if (!y.ok()) return y;
-  kernel_context<Device> ctx{device, inputs, std::span<tensor>(&*y, 1)};
+  call_result<Op> y;
+  std::span<tensor> outputs;
+  if constexpr (multi_output_op<Op>) {
+    y.resize(num_outputs_of(o));
+    outputs = y;
+  } else {
+    outputs = std::span<tensor>(&y, 1);
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    auto out = infer(o, std::span<const tensor_spec>(specs), k);
+    if (!out.ok()) return out.status();
+    if (k == 0 && kernel_dtype<Op>(specs, *out) != dtype_of<T>)
+      return errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
+                                      inputs.empty() ? "the output" : "input 0", " has dtype ",
+                                      kernel_dtype<Op>(specs, *out));
+    auto made = device.allocate(out->type, out->dims);
+    if (!made.ok()) return made.status();
+    outputs[k] = std::move(*made);
+  }
+  kernel_context<Device> ctx{device, inputs, outputs};
   if (auto st = run_kernel<kernel_type>(o, ctx); !st.ok()) return st;
   return y;
 }
@@ -55,7 +72,7 @@ result<tensor> call(Device& device, const Op& o, std::span<const tensor> inputs)
 // call<float>(cpu, ops::add{}, a, b)
 template <element_type T, class Registry = default_registry, device_policy Device, op Op, class... In>
   requires(std::same_as<In, tensor> && ...)
-result<tensor> call(Device& device, const Op& o, const In&... inputs) {
+result<call_result<Op>> call(Device& device, const Op& o, const In&... inputs) {
   const std::array<tensor, sizeof...(In)> list{inputs...};
   return call<T, Registry>(device, o, std::span<const tensor>(list));
 }

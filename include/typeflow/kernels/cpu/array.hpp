@@ -300,6 +300,42 @@ struct slice_kernel {
   }
 };
 
+// split: the input as [outer, d, inner] and output k as [outer, d / n, inner]; each output row is
+// one copy from x[o, k * d / n, 0]. With outer == 1 every output is one contiguous block.
+template <class Op, class Device, class T>
+struct split_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = true;
+
+  static status compute(const Op& op, kernel_context<Device>& ctx) {
+    namespace mv = detail::movement;
+    const tensor& x = ctx.inputs[0];
+    if (x.num_elements() == 0) return ok_status();
+    const std::size_t axis = *normalize_axis(op.axis, x.rank());
+    const std::int64_t outer = x.shape().product(0, axis);
+    const std::int64_t row = ctx.outputs[0].dim(axis) * x.shape().product(axis + 1, x.rank()) *
+                             static_cast<std::int64_t>(sizeof(T));  // bytes of one output row
+    const auto parts = static_cast<std::int64_t>(ctx.outputs.size());
+    const auto* in = static_cast<const unsigned char*>(x.data());
+    if (outer == 1) {
+      for (std::int64_t k = 0; k < parts; ++k)
+        mv::copy_bytes(ctx.device, in + k * row, ctx.outputs[static_cast<std::size_t>(k)].data(), row);
+      return ok_status();
+    }
+    ctx.device.parallel_for(outer * parts, mv::copy_cycles_per_byte * static_cast<double>(row),
+                            [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r) {
+        const std::int64_t o = r / parts, k = r % parts;
+        std::memcpy(static_cast<unsigned char*>(ctx.outputs[static_cast<std::size_t>(k)].data()) + o * row,
+                    in + (o * parts + k) * row, static_cast<std::size_t>(row));
+      }
+    });
+    return ok_status();
+  }
+};
+
 // pad: Eigen's pad with the value's bits, after merging each unpadded dimension into the one
 // before it. An empty input pads to a tensor that is all value.
 template <class Op, class Device, class T>
@@ -445,6 +481,7 @@ struct array_kernels : named_kernel_list<kernel_list<
     kernel_family<transpose_kernel, ops::transpose, host_devices, all_types>,
     kernel_family<concat_kernel, ops::concat, host_devices, all_types>,
     kernel_family<slice_kernel, ops::slice, host_devices, all_types>,
+    kernel_family<split_kernel, ops::split, host_devices, all_types>,
     kernel_family<pad_kernel, ops::pad, host_devices, all_types>,
     kernel_family<gather_kernel, ops::gather, host_devices, all_types>,
     kernel_family<fill_kernel, ops::fill, host_devices, all_types>>> {};
