@@ -85,7 +85,7 @@ tf::result<std::pair<std::string, tf::tensor>> parse_feed(const std::string& arg
   if (!s.ok()) return s.status().with_context("--feed " + arg);
   auto node = g.find(name);
   if (!node) return tf::errors::invalid_argument("--feed ", arg, ": the graph has no node '", name, "'");
-  const tf::dtype type = g[*node].spec.type;
+  const tf::dtype type = g[*node].spec().type;
   if (!tf::ops::detail::value_fits(value, type))
     return tf::errors::invalid_argument("--feed ", arg, ": value ", v_text(value), " does not fit in the node's dtype ", type,
                                         ", whose range is ", tf::ops::detail::range_of(type));

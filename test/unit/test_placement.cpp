@@ -270,6 +270,54 @@ TEST_CASE("runtime graphs on two host devices, placed alternately, give bitwise 
   }
 }
 
+TEST_CASE("outputs of a node with several cross devices one by one, each with its own key", "[devices][outputs]") {
+  constexpr std::string_view text = R"(
+x = placeholder() dtype=f32 shape=shape[?, 6] @CPU:0
+s = split(x) axis=1 num_split=3 @CPU:0
+a = relu(s:1) @CPU:1
+b = add(s:2, s:0) @CPU:1
+c = mul(a, s:1) @CPU:1
+t = top_k(x) k=3 @CPU:1
+v = neg(t:0) @CPU:0
+)";
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{5, 6}, 11);
+  const std::vector<std::string> fetches = {"b", "c", "v", "t:1", "s:1"};
+  tf::cpu alone;
+  auto unplaced = parse(text);
+  for (auto& n : unplaced.nodes) n.device.clear();
+  auto one = tf::runtime_graph<tf::cpu>::make(unplaced);
+  REQUIRE(one.ok());
+  tf::runtime_session<tf::cpu> reference(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*one)), alone);
+  auto expected = reference.run({{"x", x}}, fetches);
+  REQUIRE(expected.ok());
+  two_hosts hosts(2);
+  for (int threads : {0, 2}) {
+    auto s = host_session::make(parse(text), hosts.set, {.inter_op_threads = threads});
+    REQUIRE(s.ok());
+    auto got = (*s)->run({{"x", x}}, fetches);
+    INFO("status: " << got.status().to_string());
+    REQUIRE(got.ok());
+    for (std::size_t k = 0; k < fetches.size(); ++k) CHECK(same_bits((*got)[k], (*expected)[k]));
+    // x, s:0, s:1 and s:2 cross to CPU:1 (s:1 once for its two readers), t:0 back to CPU:0.
+    auto dot = (*s)->to_dot({"x"}, {"b", "c", "v"});
+    REQUIRE(dot.ok());
+    CHECK_THAT(*dot, Catch::Contains("_send/s/CPU_1") && Catch::Contains("_send/s/1/CPU_1") &&
+                         Catch::Contains("_send/s/2/CPU_1") && Catch::Contains("_send/t/CPU_0"));
+    std::size_t sends = 0;
+    for (std::size_t at = dot->find("label=\"_send/"); at != std::string::npos; at = dot->find("label=\"_send/", at + 1)) ++sends;
+    CHECK(sends == 5);
+    auto message = [&](auto&& r) { return r.ok() ? std::string("ok") : std::string(r.status().message()); };
+    CHECK(message((*s)->run({{"x", x}}, {"s:3"})) == "fetch 's:3': node 's' has 3 outputs (ports 0 to 2)");
+    CHECK(message((*s)->run({{"t", x}}, {"v"})) ==
+          "feed 't': node 't' has 2 outputs (ports 0 to 1); only a node with one output can be fed");
+  }
+  auto bad = parse(text);
+  bad.nodes[2].inputs = {"s:5"};
+  auto refused = host_session::make(bad, hosts.set);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "node 'a' (line 4): input 's:5': node 's' has 3 outputs (ports 0 to 2)");
+}
+
 TEST_CASE("1000 random DAGs with random placement over three host devices agree with one device",
           "[devices][differential]") {
   tf::cpu c0, c2, alone;

@@ -128,7 +128,7 @@ TEST_CASE("text format: a graph parses, validates, and round-trips", "[runtime][
   auto g = graph::make(std::move(*def));
   REQUIRE(g.ok());
   CHECK(g->size() == 7);
-  CHECK((*g)[*g->find("y")].spec == tf::tensor_spec{tf::dtype::f32, tf::shape{tf::dyn, 3}});
+  CHECK((*g)[*g->find("y")].spec() == tf::tensor_spec{tf::dtype::f32, tf::shape{tf::dyn, 3}});
   CHECK(g->to_dot().find("style=dashed") == std::string::npos);
   CHECK_THAT(g->to_dot(), Catch::Contains("matmul f32[?, 3]"));
   CHECK(tf::parse_graph("").ok());
@@ -271,7 +271,9 @@ TEST_CASE("validation: every error names the node and says what is wrong", "[run
   CHECK(error_of(std::string(x) + "x = relu(x)") == "node 'x' (line 2): duplicate name (also node 0)");
   CHECK(error_of(std::string(x) + "y = relu(z)") == "node 'y' (line 2): input 'z' names no node in the graph");
   CHECK(error_of(std::string(x) + "y = relu(x:1)") ==
-        "node 'y' (line 2): input 'x:1': node 'x' has one output (port 0), port 1 does not exist");
+        "node 'y' (line 2): input 'x:1': node 'x' has one output (port 0)");
+  CHECK(error_of(std::string(x) + "s = split(x) axis=1 num_split=3\ny = relu(s:3)") ==
+        "node 'y' (line 3): input 's:3': node 's' has 3 outputs (ports 0 to 2)");
   CHECK(error_of(std::string(x) + "y = add(x)") == "node 'y' (line 2): op add takes 2 inputs, got 1");
   CHECK(error_of(std::string(x) + "y = relu(x, x)") == "node 'y' (line 2): op relu takes 1 input, got 2");
   CHECK(error_of(std::string(x) + "y = concat()") == "node 'y' (line 2): op concat takes at least 1 input, got 0");
@@ -434,6 +436,54 @@ s = reduce_sum(c) axes=[1]
     for (auto& w : workers) w.join();
     CHECK(wrong.load() == 0);
     CHECK(s.num_executors() == 1);
+  }
+}
+
+TEST_CASE("nodes with several outputs: inputs and fetches name a port, on both executors", "[runtime][outputs]") {
+  constexpr std::string_view text = R"(
+x = placeholder() dtype=f32 shape=shape[?, 6]
+s = split(x) axis=1 num_split=3
+y = add(s:0, s:2)
+t = top_k(x) k=2
+i = cast(t:1) to=f32
+z = mul(t, i)
+)";
+  auto g = build(text);
+  // The text format keeps the ports as written.
+  CHECK_THAT(tf::to_text(g->to_def()), Catch::Contains("y = add(s:0, s:2)"));
+  CHECK(g->operator[](*g->find("s")).num_outputs() == 3);
+  CHECK(g->operator[](*g->find("t")).spec(1) == tf::tensor_spec{tf::dtype::i64, tf::shape{tf::dyn, 2}});
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{4, 6}, 3);
+  tf::cpu device;
+  auto parts = tf::call<float>(device, tf::ops::split{.axis = 1, .num_split = 3}, x);
+  auto top = tf::call<float>(device, tf::ops::top_k{.k = 2}, x);
+  REQUIRE((parts.ok() && top.ok()));
+  const auto y = tf::call<float>(device, tf::ops::add{}, (*parts)[0], (*parts)[2]);
+  const auto i = tf::call<std::int64_t>(device, tf::ops::cast{.to = tf::dtype::f32}, (*top)[1]);
+  REQUIRE((y.ok() && i.ok()));
+  const auto z = tf::call<float>(device, tf::ops::mul{}, (*top)[0], *i);
+  REQUIRE(z.ok());
+  for (int threads : {0, 2}) {
+    INFO(threads << " inter-op threads");
+    session s(g, device, threads);
+    for (int run = 0; run < 2; ++run) {  // the second run reuses the executor and its output slots
+      auto out = s.run({{"x", x}}, {"s:1", "y", "t:1", "z", "t:0", "t"});
+      INFO("status: " << out.status().to_string());
+      REQUIRE(out.ok());
+      REQUIRE(out->size() == 6);
+      CHECK(tf::test::as_doubles<float>((*out)[0]) == tf::test::as_doubles<float>((*parts)[1]));
+      CHECK(tf::test::as_doubles<float>((*out)[1]) == tf::test::as_doubles<float>(*y));
+      CHECK(tf::test::as_doubles<std::int64_t>((*out)[2]) == tf::test::as_doubles<std::int64_t>((*top)[1]));
+      CHECK(tf::test::as_doubles<float>((*out)[3]) == tf::test::as_doubles<float>(*z));
+      CHECK(tf::test::as_doubles<float>((*out)[4]) == tf::test::as_doubles<float>((*top)[0]));
+      CHECK(tf::test::as_doubles<float>((*out)[5]) == tf::test::as_doubles<float>((*top)[0]));  // "t" is "t:0"
+    }
+    auto message = [&](auto&& r) { return r.ok() ? std::string("ok") : std::string(r.status().message()); };
+    CHECK(message(s.run({{"x", x}}, {"t:2"})) == "fetch 't:2': node 't' has 2 outputs (ports 0 to 1)");
+    CHECK(message(s.run({{"s", x}}, {"y"})) ==
+          "feed 's': node 's' has 3 outputs (ports 0 to 2); only a node with one output can be fed");
+    CHECK(message(s.run({{"x", x}}, {"y"}, {"s:1"})) == "target 's:1': a target names a node, not one of its outputs");
+    CHECK(message(s.run({{"x", x}}, {"t:x"})) == "fetch 't:x' names no node in the graph");
   }
 }
 

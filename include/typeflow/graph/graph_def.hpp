@@ -4,8 +4,12 @@
 // data inputs "node" or "node:0", control inputs "^node", and a device string ("" for any). What
 // needs kernels is checked when the graph is placed on devices (runtime/placer.hpp) or made into a
 // runtime_graph for one device.
-//   graph_topology::make(def): names, edges and a topological order, or invalid_argument naming the
-//   node: empty or duplicate names, forbidden characters, dangling input, bad port, cycle.
+//   graph_topology::make(def): names, edges (with their ports) and a topological order, or
+//   invalid_argument naming the node: empty or duplicate names, forbidden characters, dangling
+//   input, a port that is not a number, cycle. Whether a port exists depends on the op (split has
+//   num_split outputs): checked where ops are known (runtime_graph, the placer's inferred_graph).
+//   resolve_tensor(name, ...): a feed's or fetch's "x" / "x:1" as (node, port), with the same
+//   messages everywhere a run names tensors.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -14,6 +18,8 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,7 +34,7 @@ namespace typeflow {
 struct node_def {
   std::string name;
   std::string op;
-  std::vector<std::string> inputs;  // "x", "x:0" (data), "^x" (control)
+  std::vector<std::string> inputs;  // "x" or "x:0" (output 0 of x), "x:1" (output 1), "^x" (control)
   attr_map attrs;
   std::string device;               // "" for any device (the placer or the policy chooses)
   int line = 0;                     // its line in a text file (messages), 0 when built in code
@@ -47,12 +53,88 @@ inline std::string node_context(const node_def& n) {
   return t.str();
 }
 
+// "node 'x' has one output (port 0)", "node 's' has 3 outputs (ports 0 to 2)"
+inline std::string describe_outputs(std::string_view node, std::size_t outputs) {
+  if (outputs == 1) return detail::cat("node '", node, "' has one output (port 0)").str();
+  return detail::cat("node '", node, "' has ", outputs, " outputs (ports 0 to ", outputs - 1, ")").str();
+}
+
 }  // namespace detail
 
-// The structure of a graph_def, by node index: data and control inputs, consumers (each once) and
-// a topological order (Kahn's, in node order among the ready). Every node has one output, port 0.
+// A tensor of a graph: output `port` of node `node`.
+struct endpoint {
+  std::size_t node = 0;
+  std::size_t port = 0;
+  friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+// A data input's or fetch's text split at its port: "x" -> ("x", 0), "x:2" -> ("x", 2). A name
+// holds no ':', so the last one starts the port; nullopt when what follows it is not a number.
+struct tensor_name {
+  std::string_view node;
+  std::size_t port = 0;
+  bool explicit_port = false;
+
+  static std::optional<tensor_name> parse(std::string_view text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return tensor_name{text, 0, false};
+    const std::string_view digits = text.substr(colon + 1);
+    std::size_t port = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
+    return tensor_name{text.substr(0, colon), port, true};
+  }
+};
+
+// A feed's, fetch's or target's name in a graph: `find(name)` gives a node's index (an optional),
+// `outputs(i)` how many outputs node i has. Feeds and fetches may name a port, targets may not.
+template <class Find, class Outputs>
+result<endpoint> resolve_tensor(std::string_view name, std::string_view what, bool port_allowed, Find&& find,
+                                Outputs&& outputs) {
+  const auto parsed = port_allowed ? tensor_name::parse(name) : std::optional<tensor_name>(tensor_name{name, 0, false});
+  const std::optional<std::size_t> node = parsed ? find(parsed->node) : std::nullopt;
+  if (!node) {
+    if (const auto colon = name.rfind(':'); !port_allowed && colon != std::string_view::npos && find(name.substr(0, colon)))
+      return errors::invalid_argument(what, " '", name, "': a ", what, " names a node, not one of its outputs");
+    return errors::invalid_argument(what, " '", name, "' names no node in the graph");
+  }
+  if (const std::size_t n = outputs(*node); parsed->port >= n)
+    return errors::invalid_argument(what, " '", name, "': ", detail::describe_outputs(parsed->node, n));
+  return endpoint{*node, parsed->port};
+}
+
+// A feed's node: a feed replaces the node, so one with several outputs cannot be fed.
+template <class Find, class Outputs>
+result<std::size_t> resolve_feed(std::string_view name, Find&& find, Outputs&& outputs) {
+  auto e = resolve_tensor(name, "feed", true, find, outputs);
+  if (!e.ok()) return e.status();
+  if (const std::size_t n = outputs(e->node); n != 1)
+    return errors::invalid_argument("feed '", name, "': ", detail::describe_outputs(tensor_name::parse(name)->node, n),
+                                    "; only a node with one output can be fed");
+  return e->node;
+}
+
+// ok when each data input k of node d (output ports[k] of node inputs[k]) is an output its
+// producer has; outputs(j) is how many node j has. Else invalid_argument naming d and the input.
+template <class Outputs>
+status check_ports(const node_def& d, std::span<const std::size_t> inputs, std::span<const std::size_t> ports,
+                   Outputs&& outputs) {
+  std::size_t k = 0;
+  for (const std::string& in : d.inputs) {
+    if (!in.empty() && in[0] == '^') continue;
+    if (const std::size_t n = outputs(inputs[k]); ports[k] >= n)
+      return errors::invalid_argument(detail::node_context(d), ": input '", in, "': ",
+                                      detail::describe_outputs(tensor_name::parse(in)->node, n));
+    ++k;
+  }
+  return ok_status();
+}
+
+// The structure of a graph_def, by node index: data inputs with their ports, control inputs,
+// consumers (each once) and a topological order (Kahn's, in node order among the ready).
 struct graph_topology {
   std::vector<std::vector<std::size_t>> inputs;     // data inputs
+  std::vector<std::vector<std::size_t>> ports;      // the output of inputs[i][k] that node i reads
   std::vector<std::vector<std::size_t>> control;    // control inputs
   std::vector<std::vector<std::size_t>> consumers;  // nodes reading this one (data or control), once each
   std::vector<std::size_t> order;
@@ -62,6 +144,7 @@ struct graph_topology {
     graph_topology g;
     const std::size_t n = def.nodes.size();
     g.inputs.resize(n);
+    g.ports.resize(n);
     g.control.resize(n);
     g.consumers.resize(n);
     g.index.reserve(n);
@@ -78,22 +161,15 @@ struct graph_topology {
       const node_def& d = def.nodes[i];
       for (const std::string& in : d.inputs) {
         const bool control = !in.empty() && in[0] == '^';
-        std::string_view ref = control ? std::string_view(in).substr(1) : std::string_view(in);
-        std::int64_t port = 0;
-        if (auto colon = ref.rfind(':'); colon != std::string_view::npos && !control) {
-          std::string_view digits = ref.substr(colon + 1);
-          auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-          if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty())
-            return errors::invalid_argument(detail::node_context(d), ": input '", in, "': the port is not a number");
-          ref = ref.substr(0, colon);
-        }
-        auto found = g.index.find(std::string(ref));
+        const auto ref = control ? std::optional<tensor_name>(tensor_name{std::string_view(in).substr(1), 0, false})
+                                 : tensor_name::parse(in);
+        if (!ref)
+          return errors::invalid_argument(detail::node_context(d), ": input '", in, "': the port is not a number");
+        auto found = g.index.find(std::string(ref->node));
         if (found == g.index.end())
           return errors::invalid_argument(detail::node_context(d), ": input '", in, "' names no node in the graph");
-        if (port != 0)
-          return errors::invalid_argument(detail::node_context(d), ": input '", in, "': node '", ref,
-                                          "' has one output (port 0), port ", port, " does not exist");
         (control ? g.control : g.inputs)[i].push_back(found->second);
+        if (!control) g.ports[i].push_back(ref->port);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {

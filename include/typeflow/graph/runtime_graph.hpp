@@ -7,8 +7,8 @@
 // `?` in the text format) and const(dtype, shape, value) holds a tensor (value: one number per
 // element, or one number for all).
 // make() checks everything and returns invalid_argument naming the node: empty or duplicate
-// names, unknown op, bad attribute name, type or value, wrong arity, dangling input, bad port,
-// cycle, shape or dtype mismatch (the op's own inference), no kernel for (op, device, dtype),
+// names, unknown op, bad attribute name, type or value, wrong arity, dangling input, a port the
+// producer does not have (split has num_split outputs, top_k two, other nodes one), cycle, shape or dtype mismatch (the op's own inference), no kernel for (op, device, dtype),
 // a device that is not the policy's. _send and _recv (key, and for _recv dtype and shape) are the
 // partitioner's; a graph that has them runs with a rendezvous (runtime/runtime_session.hpp).
 #pragma once
@@ -76,13 +76,17 @@ class runtime_graph {
     runtime_op op;                                  // kind == op
     const kernel_entry<Device>* kernel = nullptr;
     std::vector<std::size_t> inputs;                // data inputs, by item index
+    std::vector<std::size_t> ports;                 // the output of inputs[k] read
     std::vector<std::size_t> control;               // control inputs, by item index
     std::vector<std::size_t> consumers;             // items reading this one (data or control), once each
-    tensor_spec spec;                               // inferred; dyn where only a run knows
+    std::vector<tensor_spec> specs;                 // one per output, inferred; dyn where only a run knows
     tensor value;                                   // kind == constant
     std::string key;                                // kind == send or recv: the rendezvous key
     std::string device;
     node_def def;                                   // as given, for saving and messages
+
+    const tensor_spec& spec(std::size_t port = 0) const { return specs[port]; }
+    std::size_t num_outputs() const noexcept { return specs.size(); }
   };
 
   static result<runtime_graph> make(graph_def def) {
@@ -100,6 +104,7 @@ class runtime_graph {
       it.name = d.name;
       it.device = d.device;
       it.inputs = std::move(topo->inputs[i]);
+      it.ports = std::move(topo->ports[i]);
       it.control = std::move(topo->control[i]);
       it.consumers = std::move(topo->consumers[i]);
       if (auto st = g.make_node(d, it); !st.ok()) return st.with_context(detail::node_context(d));
@@ -121,20 +126,27 @@ class runtime_graph {
         if (g.items_[i].kind == runtime_node_kind::send)
           return errors::invalid_argument(detail::node_context(def.nodes[c]), ": reads _send node '", g.items_[i].name,
                                           "', which has no output");
-    // Inference and kernels, in order.
+    // Ports, inference and kernels, in order.
     for (std::size_t i : g.order_) {
       item& it = g.items_[i];
+      if (auto st = check_ports(def.nodes[i], it.inputs, it.ports, [&](std::size_t j) { return g.items_[j].num_outputs(); });
+          !st.ok())
+        return st;
       if (it.kind == runtime_node_kind::send) {
-        it.spec = it.inputs.empty() ? tensor_spec{dtype::f32, shape{0}} : g.items_[it.inputs[0]].spec;
+        it.specs = {it.inputs.empty() ? tensor_spec{dtype::f32, shape{0}} : g.input_spec(it, 0)};
         continue;
       }
       if (it.kind != runtime_node_kind::op) continue;
       std::vector<tensor_spec> in;
-      for (std::size_t j : it.inputs) in.push_back(g.items_[j].spec);
-      auto spec = it.op.infer(in);
-      if (!spec.ok()) return spec.status().with_context(detail::node_context(def.nodes[i]));
-      it.spec = *spec;
-      const dtype kt = it.op.kernel_dtype(in, it.spec);
+      for (std::size_t k = 0; k < it.inputs.size(); ++k) in.push_back(g.input_spec(it, k));
+      const std::size_t outputs = it.op.num_outputs();
+      it.specs.resize(outputs);
+      for (std::size_t k = 0; k < outputs; ++k) {
+        auto spec = it.op.infer(in, k);
+        if (!spec.ok()) return spec.status().with_context(detail::node_context(def.nodes[i]));
+        it.specs[k] = *spec;
+      }
+      const dtype kt = it.op.kernel_dtype(in, it.spec());
       it.kernel = kernels().find_kernel(it.op.name(), kt);
       if (it.kernel == nullptr) {
         const std::string have = kernels().dtypes_of(it.op.name());
@@ -148,6 +160,8 @@ class runtime_graph {
   }
 
   std::span<const item> items() const noexcept { return items_; }
+  // The spec of data input k of `it`: the output it reads of its producer.
+  const tensor_spec& input_spec(const item& it, std::size_t k) const { return items_[it.inputs[k]].spec(it.ports[k]); }
   const item& operator[](std::size_t i) const { return items_[i]; }
   std::size_t size() const noexcept { return items_.size(); }
   std::span<const std::size_t> order() const noexcept { return order_; }
@@ -169,7 +183,7 @@ class runtime_graph {
     t.append("digraph typeflow {\n  node [shape=box, fontname=\"monospace\"];\n");
     for (std::size_t i = 0; i < items_.size(); ++i)
       detail::append(t, detail::cat("  n", i, " [label=\"", items_[i].name, "\\n", items_[i].def.op, " ",
-                                    items_[i].spec, "\"];\n"));
+                                    items_[i].spec(), "\"];\n"));
     for (std::size_t i = 0; i < items_.size(); ++i) {
       for (std::size_t j : items_[i].inputs) detail::append(t, detail::cat("  n", j, " -> n", i, ";\n"));
       for (std::size_t j : items_[i].control) detail::append(t, detail::cat("  n", j, " -> n", i, " [style=dashed];\n"));
@@ -209,7 +223,7 @@ class runtime_graph {
         const shape* s = nullptr;
         if (auto st = required(d, "dtype", t); !st.ok()) return st;
         if (auto st = required(d, "shape", s); !st.ok()) return st;
-        it.spec = tensor_spec{*t, *s};
+        it.specs = {tensor_spec{*t, *s}};
       }
       return ok_status();
     }
@@ -220,7 +234,7 @@ class runtime_graph {
       if (auto st = only(d, {"dtype", "shape"}); !st.ok()) return st;
       if (auto st = required(d, "dtype", t); !st.ok()) return st;
       if (auto st = required(d, "shape", s); !st.ok()) return st;
-      it.spec = tensor_spec{*t, *s};
+      it.specs = {tensor_spec{*t, *s}};
       return ok_status();
     }
     if (d.op == "const") {
@@ -265,7 +279,7 @@ class runtime_graph {
         }
       });
       it.value = std::move(*made);
-      it.spec = tensor_spec{*t, *s};
+      it.specs = {tensor_spec{*t, *s}};
       return ok_status();
     }
     const op_entry* entry = kernels().find_op(d.op);

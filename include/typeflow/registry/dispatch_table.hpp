@@ -40,7 +40,8 @@ namespace typeflow {
 struct op_vtable {
   std::string_view name;
   int num_inputs;  // ops::variadic for any number
-  result<tensor_spec> (*infer)(const void* op, std::span<const tensor_spec> inputs);
+  result<tensor_spec> (*infer)(const void* op, std::span<const tensor_spec> inputs, std::size_t output);
+  std::size_t (*num_outputs)(const void* op);
   dtype (*kernel_dtype)(std::span<const tensor_spec> inputs, const tensor_spec& output);
   attr_map (*attrs)(const void* op);
   bool elementwise;  // is_fusable_elementwise: may write over an input of its spec
@@ -54,7 +55,10 @@ class runtime_op {
   static runtime_op of(const Op& op) {
     static constexpr op_vtable table{
         Op::name, Op::num_inputs,
-        [](const void* o, std::span<const tensor_spec> in) { return typeflow::infer(*static_cast<const Op*>(o), in); },
+        [](const void* o, std::span<const tensor_spec> in, std::size_t k) {
+          return typeflow::infer(*static_cast<const Op*>(o), in, k);
+        },
+        [](const void* o) { return num_outputs_of(*static_cast<const Op*>(o)); },
         [](std::span<const tensor_spec> in, const tensor_spec& out) { return typeflow::kernel_dtype<Op>(in, out); },
         [](const void* o) { return to_attrs(*static_cast<const Op*>(o)); }, is_fusable_elementwise<Op>};
     runtime_op r;
@@ -66,7 +70,11 @@ class runtime_op {
   bool valid() const noexcept { return table_ != nullptr; }
   std::string_view name() const { return table_->name; }
   int num_inputs() const { return table_->num_inputs; }
-  result<tensor_spec> infer(std::span<const tensor_spec> inputs) const { return table_->infer(value_.get(), inputs); }
+  std::size_t num_outputs() const { return table_->num_outputs(value_.get()); }
+  // The spec of output `output` (0 to num_outputs() - 1) for these inputs.
+  result<tensor_spec> infer(std::span<const tensor_spec> inputs, std::size_t output = 0) const {
+    return table_->infer(value_.get(), inputs, output);
+  }
   dtype kernel_dtype(std::span<const tensor_spec> inputs, const tensor_spec& output) const {
     return table_->kernel_dtype(inputs, output);
   }

@@ -215,7 +215,7 @@ class runtime_session<devices<Ds...>, Registry> {
     std::vector<tensor> fed(order.size());
     for (std::size_t k = 0; k < order.size(); ++k) {
       const tensor& t = feeds[order[k]].second;
-      const tensor_spec& want = graph_.specs[plan.feed_nodes[k]];
+      const tensor_spec& want = graph_.spec({plan.feed_nodes[k], 0});
       if (!t.valid()) return errors::invalid_argument("feed '", feed_names[k], "': the tensor has no storage");
       if (t.dtype() != want.type)
         return errors::invalid_argument("feed '", feed_names[k], "': dtype ", t.dtype(), " does not match the node's ", want.type);
@@ -323,8 +323,7 @@ class runtime_session<devices<Ds...>, Registry> {
       for (const node_def& n : graphs[p].nodes)
         for (const std::string& in : n.inputs) {
           const bool control = !in.empty() && in[0] == '^';
-          std::string_view src = control ? std::string_view(in).substr(1) : std::string_view(in);
-          if (auto c = src.rfind(':'); c != std::string_view::npos && !control) src = src.substr(0, c);
+          const std::string_view src = control ? std::string_view(in).substr(1) : tensor_name::parse(in)->node;
           detail::append(t, detail::cat("  \"", src, "\" -> \"", n.name, "\"", control ? " [style=dashed]" : "", ";\n"));
         }
     // Each transfer pair, dotted.
@@ -420,24 +419,18 @@ class runtime_session<devices<Ds...>, Registry> {
   result<std::shared_ptr<const signature_plan>> make_plan(const std::vector<std::string>& feeds,
                                                           const std::vector<std::string>& fetches,
                                                           const std::vector<std::string>& targets) {
-    constexpr std::size_t npos = static_cast<std::size_t>(-1);
     const auto& index = graph_.topology.index;
     const std::size_t n = graph_.def.nodes.size();
-    auto resolve = [&](const std::string& name, bool port_allowed, const char* what) -> result<std::size_t> {
-      std::string_view s = name;
-      if (port_allowed && s.size() > 2 && s.ends_with(":0")) s.remove_suffix(2);
-      auto it = index.find(std::string(s));
-      if (it == index.end()) {
-        if (auto colon = s.rfind(':'); port_allowed && colon != std::string_view::npos && index.count(std::string(s.substr(0, colon))))
-          return errors::invalid_argument(what, " '", name, "': node '", s.substr(0, colon), "' has one output (port 0)");
-        return errors::invalid_argument(what, " '", name, "' names no node in the graph");
-      }
+    const auto find = [&](std::string_view name) -> std::optional<std::size_t> {
+      auto it = index.find(std::string(name));
+      if (it == index.end()) return std::nullopt;
       return it->second;
     };
+    const auto outputs = [&](std::size_t i) { return graph_.num_outputs(i); };
     auto plan = std::make_shared<signature_plan>();
     std::vector<bool> fed(n, false);
     for (const std::string& f : feeds) {
-      auto i = resolve(f, true, "feed");
+      auto i = resolve_feed(f, find, outputs);
       if (!i.ok()) return i.status();
       if (fed[*i]) return errors::invalid_argument("feed '", f, "' is given twice");
       fed[*i] = true;
@@ -445,14 +438,14 @@ class runtime_session<devices<Ds...>, Registry> {
     }
     std::vector<std::size_t> fetch_nodes, target_nodes;
     for (const std::string& f : fetches) {
-      auto i = resolve(f, true, "fetch");
+      auto i = resolve_tensor(f, "fetch", true, find, outputs);
       if (!i.ok()) return i.status();
-      fetch_nodes.push_back(*i);
+      fetch_nodes.push_back(i->node);
     }
     for (const std::string& t : targets) {
-      auto i = resolve(t, false, "target");
+      auto i = resolve_tensor(t, "target", false, find, outputs);
       if (!i.ok()) return i.status();
-      target_nodes.push_back(*i);
+      target_nodes.push_back(i->node);
     }
     if (fetch_nodes.empty() && target_nodes.empty()) return errors::invalid_argument("a run needs at least one fetch or target");
     std::vector<bool> needed(n, false);
@@ -500,7 +493,7 @@ class runtime_session<devices<Ds...>, Registry> {
       for (std::size_t k = 0; k < fetch_nodes.size(); ++k)
         if (parts.partition_of[fetch_nodes[k]] == p) {
           part.fetches.push_back(k);
-          part_fetches.push_back(graph_.def.nodes[fetch_nodes[k]].name);
+          part_fetches.push_back(fetches[k]);  // the partition keeps the node's name and outputs
         }
       for (std::size_t i : target_nodes)
         if (parts.partition_of[i] == p) part_targets.push_back(graph_.def.nodes[i].name);
@@ -522,7 +515,6 @@ class runtime_session<devices<Ds...>, Registry> {
       if (!st.ok()) return st;
       plan->parts.push_back(std::move(part));
     }
-    (void)npos;
     plan->graphs = std::move(parts.graphs);
     return std::shared_ptr<const signature_plan>(std::move(plan));
   }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Partitioning (TensorFlow's graph_partition): a placed graph split into one graph_def per device.
 //  - A data edge from a node on device A to a node on device B becomes _send on A and _recv on B,
-//    one pair per (tensor, destination device) however many consumers the tensor has there.
+//    one pair per (tensor, destination device) however many consumers the tensor has there; a
+//    tensor is one output of a node ("s:1"), so the outputs of a split cross separately.
 //  - A control edge across devices becomes a tensor-less pair: _send on A with a control input, and
 //    a control input from the _recv on B.
 //  - Keys are TensorFlow's: "src_device;src_incarnation;dst_device;tensor_name;frame:iter"; the
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -62,21 +64,23 @@ inline partition_plan partition(const inferred_graph& g, const std::vector<bool>
     while (g.topology.index.count(name)) name += '_';
     return name;
   };
-  // (producer, destination device, control?) -> the _recv's name on the destination.
-  std::map<std::tuple<std::size_t, std::size_t, bool>, std::string> received;
-  auto transfer = [&](std::size_t j, std::size_t dst, bool control) -> const std::string& {
-    auto [it, added] = received.try_emplace({j, dst, control});
+  // (producer, port, destination device, control?) -> the _recv's name on the destination.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, bool>, std::string> received;
+  auto transfer = [&](std::size_t j, std::size_t port, std::size_t dst, bool control) -> const std::string& {
+    auto [it, added] = received.try_emplace({j, port, dst, control});
     if (!added) return it->second;
     const node_def& src = g.def.nodes[j];
-    const std::string tensor_name = control ? "^" + src.name : src.name + ":0";
-    const std::string suffix = detail::cat(src.name, control ? "/control/" : "/", devices[dst].short_name).str();
+    const std::string output = detail::cat(src.name, ":", port).str();
+    const std::string tensor_name = control ? "^" + src.name : output;
+    const std::string suffix = detail::cat(src.name, control ? "/control/" : "/", port == 0 ? "" : detail::cat(port, "/").str(),
+                                           devices[dst].short_name).str();
     const std::string key = rendezvous_key(devices[where[j]].name, devices[where[j]].incarnation, devices[dst].name, tensor_name);
     plan.keys->add(key);
     ++plan.transfers;
     node_def send;
     send.name = unique_name("_send/" + suffix);
     send.op = "_send";
-    send.inputs.push_back(control ? "^" + src.name : src.name);
+    send.inputs.push_back(control ? "^" + src.name : port == 0 ? src.name : output);
     send.attrs.set("key", key);
     send.line = src.line;
     plan.graphs[plan.partition_of[j]].nodes.push_back(std::move(send));
@@ -84,8 +88,8 @@ inline partition_plan partition(const inferred_graph& g, const std::vector<bool>
     recv.name = unique_name("_recv/" + suffix);
     recv.op = "_recv";
     recv.attrs.set("key", key);
-    recv.attrs.set("dtype", control ? dtype::f32 : g.specs[j].type);
-    recv.attrs.set("shape", control ? shape{0} : g.specs[j].dims);
+    recv.attrs.set("dtype", control ? dtype::f32 : g.spec({j, port}).type);
+    recv.attrs.set("shape", control ? shape{0} : g.spec({j, port}).dims);
     recv.line = src.line;
     it->second = recv.name;
     plan.graphs[partition_of_device[dst]].nodes.push_back(std::move(recv));
@@ -99,17 +103,18 @@ inline partition_plan partition(const inferred_graph& g, const std::vector<bool>
     copy.line = d.line;
     if (fed[i]) {
       copy.op = "placeholder";
-      copy.attrs.set("dtype", g.specs[i].type);
-      copy.attrs.set("shape", g.specs[i].dims);
+      copy.attrs.set("dtype", g.spec({i, 0}).type);
+      copy.attrs.set("shape", g.spec({i, 0}).dims);
     } else {
       copy.op = d.op;
       copy.attrs = d.attrs;
       std::size_t data = 0, control = 0;
       for (const std::string& in : d.inputs) {
         const bool is_control = !in.empty() && in[0] == '^';
+        const std::size_t port = is_control ? 0 : g.topology.ports[i][data];
         const std::size_t j = is_control ? g.topology.control[i][control++] : g.topology.inputs[i][data++];
         if (where[j] == where[i]) copy.inputs.push_back(in);
-        else copy.inputs.push_back((is_control ? "^" : "") + transfer(j, where[i], is_control));
+        else copy.inputs.push_back((is_control ? "^" : "") + transfer(j, port, where[i], is_control));
       }
     }
     plan.graphs[plan.partition_of[i]].nodes.push_back(std::move(copy));

@@ -53,8 +53,11 @@ struct inferred_graph {
   graph_def def;
   graph_topology topology;
   std::vector<runtime_node_kind> kinds;
-  std::vector<tensor_spec> specs;
+  std::vector<std::vector<tensor_spec>> specs;  // each node's, one per output
   std::vector<dtype> kernel_dtypes;  // ops: the dtype their kernel is chosen by
+
+  const tensor_spec& spec(endpoint e) const { return specs[e.node][e.port]; }
+  std::size_t num_outputs(std::size_t i) const { return specs[i].size(); }
 
   // `types`: one entry per device type of the session.
   static result<inferred_graph> make(graph_def def, std::span<const device_kernels* const> types) {
@@ -69,6 +72,9 @@ struct inferred_graph {
     for (std::size_t i : g.topology.order) {
       const node_def& d = def.nodes[i];
       auto fail = [&](const status& st) { return st.with_context(detail::node_context(d)); };
+      if (auto st = check_ports(d, g.topology.inputs[i], g.topology.ports[i], [&](std::size_t j) { return g.num_outputs(j); });
+          !st.ok())
+        return st;
       if (d.op == "placeholder" || d.op == "const" || d.op == "_recv") {
         g.kinds[i] = d.op == "placeholder" ? runtime_node_kind::placeholder
                      : d.op == "const"     ? runtime_node_kind::constant
@@ -79,12 +85,13 @@ struct inferred_graph {
           return fail(errors::invalid_argument(d.op, ": attribute 'dtype' is required (a dtype)"));
         if (s == nullptr || s->get<shape>() == nullptr)
           return fail(errors::invalid_argument(d.op, ": attribute 'shape' is required (a shape)"));
-        g.specs[i] = tensor_spec{*t->get<dtype>(), *s->get<shape>()};
+        g.specs[i] = {tensor_spec{*t->get<dtype>(), *s->get<shape>()}};
         continue;
       }
       if (d.op == "_send") {
         g.kinds[i] = runtime_node_kind::send;
-        g.specs[i] = g.topology.inputs[i].empty() ? tensor_spec{dtype::f32, shape{0}} : g.specs[g.topology.inputs[i][0]];
+        g.specs[i] = {g.topology.inputs[i].empty() ? tensor_spec{dtype::f32, shape{0}}
+                                                   : g.spec({g.topology.inputs[i][0], g.topology.ports[i][0]})};
         continue;
       }
       const device_kernels* maker = nullptr;
@@ -102,16 +109,19 @@ struct inferred_graph {
       auto op = maker->make_op(d.op, d.attrs);
       if (!op.ok()) return fail(op.status());
       std::vector<tensor_spec> in;
-      for (std::size_t j : g.topology.inputs[i]) in.push_back(g.specs[j]);
+      for (std::size_t k = 0; k < g.topology.inputs[i].size(); ++k)
+        in.push_back(g.spec({g.topology.inputs[i][k], g.topology.ports[i][k]}));
       const int arity = op->num_inputs();
       if (arity == variadic ? in.empty() : in.size() != static_cast<std::size_t>(arity))
         return fail(errors::invalid_argument("op ", d.op, " takes ",
                                              arity == variadic ? std::string("at least 1") : std::to_string(arity), " input",
                                              arity == 1 || arity == variadic ? "" : "s", ", got ", in.size()));
-      auto spec = op->infer(in);
-      if (!spec.ok()) return fail(spec.status());
-      g.specs[i] = *spec;
-      g.kernel_dtypes[i] = op->kernel_dtype(in, *spec);
+      for (std::size_t k = 0; k < op->num_outputs(); ++k) {
+        auto spec = op->infer(in, k);
+        if (!spec.ok()) return fail(spec.status());
+        g.specs[i].push_back(*spec);
+      }
+      g.kernel_dtypes[i] = op->kernel_dtype(in, g.specs[i][0]);
     }
     g.def = std::move(def);
     return g;

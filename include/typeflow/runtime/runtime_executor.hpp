@@ -82,7 +82,7 @@ class runtime_executor {
  public:
   using graph_type = runtime_graph<Device, Registry>;
 
-  // feeds, fetches and targets name nodes ("x" or "x:0" for feeds and fetches, "x" for targets).
+  // feeds and fetches name tensors ("x" or "x:0", "s:1" for output 1 of s), targets name nodes.
   // keys: the slots of the rendezvous its steps get, for graphs with _send and _recv. device: the
   // instance it will run on, when the policy keeps tensors outside host memory: constants are
   // copied there once, here.
@@ -95,26 +95,21 @@ class runtime_executor {
     auto e = std::shared_ptr<runtime_executor>(new runtime_executor());
     e->graph_ = std::move(graph);
     const graph_type& g = *e->graph_;
-    auto resolve = [&](const std::string& name, bool port_allowed, const char* what) -> result<std::size_t> {
-      std::string_view n = name;
-      if (port_allowed && n.size() > 2 && n.ends_with(":0")) n.remove_suffix(2);
-      auto i = g.find(n);
-      if (!i) {
-        if (auto colon = n.rfind(':'); port_allowed && colon != std::string_view::npos && g.find(n.substr(0, colon)))
-          return errors::invalid_argument(what, " '", name, "': node '", n.substr(0, colon), "' has one output (port 0)");
-        return errors::invalid_argument(what, " '", name, "' names no node in the graph");
-      }
-      return *i;
+    const auto find = [&](std::string_view n) { return g.find(n); };
+    const auto outputs = [&](std::size_t i) { return g[i].num_outputs(); };
+    auto resolve = [&](const std::string& name, bool port_allowed, const char* what) {
+      return resolve_tensor(name, what, port_allowed, find, outputs);
     };
     std::vector<std::size_t> fed_item(g.size(), npos);
     for (std::size_t k = 0; k < feeds.size(); ++k) {
-      auto i = resolve(feeds[k], true, "feed");
+      auto i = resolve_feed(feeds[k], find, outputs);
       if (!i.ok()) return i.status();
       if (fed_item[*i] != npos) return errors::invalid_argument("feed '", feeds[k], "' is given twice");
       fed_item[*i] = k;
-      e->feed_specs_.push_back(g[*i].spec);
+      e->feed_specs_.push_back(g[*i].spec());
     }
-    std::vector<std::size_t> fetch_items, target_items;
+    std::vector<std::size_t> target_items;
+    std::vector<endpoint> fetch_items;
     for (const std::string& f : fetches) {
       auto i = resolve(f, true, "fetch");
       if (!i.ok()) return i.status();
@@ -123,15 +118,15 @@ class runtime_executor {
     for (const std::string& t : targets) {
       auto i = resolve(t, false, "target");
       if (!i.ok()) return i.status();
-      target_items.push_back(*i);
+      target_items.push_back(i->node);
     }
     if (fetch_items.empty() && target_items.empty())
       return errors::invalid_argument("a run needs at least one fetch or target");
 
     // Pruning, backwards from the fetches and targets; a fed node needs nothing.
     std::vector<bool> needed(g.size(), false);
-    std::vector<std::size_t> stack(fetch_items);
-    stack.insert(stack.end(), target_items.begin(), target_items.end());
+    std::vector<std::size_t> stack(target_items);
+    for (const endpoint& f : fetch_items) stack.push_back(f.node);
     while (!stack.empty()) {
       const std::size_t i = stack.back();
       stack.pop_back();
@@ -141,7 +136,7 @@ class runtime_executor {
       for (std::size_t j : g[i].inputs) stack.push_back(j);
       for (std::size_t j : g[i].control) stack.push_back(j);
     }
-    // Local numbering in topological order.
+    // Local numbering in topological order; each node's outputs are consecutive output slots.
     std::vector<std::size_t> local(g.size(), npos);
     for (std::size_t i : g.order())
       if (needed[i]) {
@@ -149,8 +144,15 @@ class runtime_executor {
         node n;
         n.item = i;
         n.feed = fed_item[i];
+        n.output_begin = e->num_slots_;
+        n.num_outputs = static_cast<std::uint32_t>(g[i].kind == runtime_node_kind::send ? 1 : g[i].num_outputs());
+        e->num_slots_ += n.num_outputs;
         e->nodes_.push_back(std::move(n));
       }
+    e->slot_readers_.assign(e->num_slots_, 0);
+    const auto slot_of = [&](std::size_t item, std::size_t port) {
+      return static_cast<std::uint32_t>(e->nodes_[local[item]].output_begin + port);
+    };
     std::vector<std::vector<std::uint32_t>> successors(e->nodes_.size());
     // The prologue: fed nodes and constants without control inputs, whose outputs a parallel step
     // sets on the calling thread before it starts (their edges cost no atomic operation).
@@ -166,7 +168,7 @@ class runtime_executor {
         if (!slot)
           return errors::failed_precondition("node '", it.name, "' (", it.def.op, ") has key '", it.key,
                                              "', which is not among the keys of this step's rendezvous");
-        n.slot = *slot;
+        n.key_slot = *slot;
         e->transfers_ = true;
       }
       if (n.feed == npos && it.kind == runtime_node_kind::constant && device != nullptr &&
@@ -178,12 +180,15 @@ class runtime_executor {
       e->expensive_[k] = n.feed == npos && it.kind == runtime_node_kind::op && it.kernel->expensive;
       std::uint32_t pending = 0;
       if (n.feed == npos) {  // fed: ready at the start, reads nothing
-        for (std::size_t j : it.inputs) n.inputs.push_back(static_cast<std::uint32_t>(local[j]));
+        for (std::size_t j = 0; j < it.inputs.size(); ++j) {
+          n.inputs.push_back(slot_of(it.inputs[j], it.ports[j]));
+          ++e->slot_readers_[n.inputs.back()];
+        }
         // A fed tensor must match its node's spec exactly where that is fully defined, so fully
-        // defined input specs are the ones a run sees, and inference would give it.spec again.
-        n.spec_known = it.kind == runtime_node_kind::op && it.spec.dims.is_fully_defined() &&
-                       std::all_of(it.inputs.begin(), it.inputs.end(), [&](std::size_t j) { return g[j].spec.dims.is_fully_defined(); });
-        for (std::size_t j : it.inputs) ++e->nodes_[local[j]].data_consumers;
+        // defined input specs are the ones a run sees, and inference would give it.specs again.
+        const auto defined = [](const tensor_spec& spec) { return spec.dims.is_fully_defined(); };
+        n.spec_known = it.kind == runtime_node_kind::op && std::all_of(it.specs.begin(), it.specs.end(), defined);
+        for (std::size_t j = 0; j < it.inputs.size() && n.spec_known; ++j) n.spec_known = defined(g.input_spec(it, j));
         // Edges from the prologue are met before the step starts: they are not counted.
         for (std::size_t j : it.inputs)
           if (!prologue[local[j]]) {
@@ -206,9 +211,9 @@ class runtime_executor {
       e->successors_.insert(e->successors_.end(), list.begin(), list.end());
       e->successor_begin_.push_back(static_cast<std::uint32_t>(e->successors_.size()));
     }
-    for (std::size_t i : fetch_items) {
-      e->fetches_.push_back(local[i]);
-      ++e->nodes_[local[i]].data_consumers;  // the caller is the last reader
+    for (const endpoint& f : fetch_items) {
+      e->fetches_.push_back(slot_of(f.node, f.port));
+      ++e->slot_readers_[e->fetches_.back()];  // the caller is the last reader
     }
     e->dag_ = detail::step_dag{e->successor_begin_, e->successors_, e->pending_, e->roots_,
                                std::span<const bool>(e->expensive_.get(), e->nodes_.size())};
@@ -267,19 +272,20 @@ class runtime_executor {
   struct node {
     std::size_t item = 0;
     std::size_t feed = npos;               // index into the step's feeds, npos when computed
-    std::vector<std::uint32_t> inputs;     // data inputs, local indices
-    std::uint32_t data_consumers = 0;      // data edges out, plus one when fetched
+    std::vector<std::uint32_t> inputs;     // data inputs, by output slot
+    std::uint32_t output_begin = 0;        // its outputs are slots output_begin .. + num_outputs
+    std::uint32_t num_outputs = 1;
     bool spec_known = false;               // every input's spec is fully defined, so the output's
                                            // is the graph's: no inference per run
-    std::uint32_t slot = 0;                // _send and _recv: the rendezvous slot
+    std::uint32_t key_slot = 0;            // _send and _recv: their key's slot in the rendezvous
     tensor value;                          // a constant copied to the device's memory (else the graph's)
   };
 
   struct run_state {
     run_state(const runtime_executor& e, const runtime_step& st)
-        : step(st), outputs(e.nodes_.size()), pending(new std::atomic<std::uint32_t>[e.nodes_.size()]),
-          readers(new std::atomic<std::uint32_t>[e.nodes_.size()]), start(std::chrono::steady_clock::now()) {
-      for (std::size_t k = 0; k < e.nodes_.size(); ++k) readers[k].store(e.nodes_[k].data_consumers, std::memory_order_relaxed);
+        : step(st), outputs(e.num_slots_), pending(new std::atomic<std::uint32_t>[e.nodes_.size()]),
+          readers(new std::atomic<std::uint32_t>[e.num_slots_]), start(std::chrono::steady_clock::now()) {
+      for (std::size_t k = 0; k < e.num_slots_; ++k) readers[k].store(e.slot_readers_[k], std::memory_order_relaxed);
       if (st.metadata) stats.resize(e.nodes_.size());
       ran.assign(st.metadata ? e.nodes_.size() : 0, 0);
     }
@@ -292,9 +298,9 @@ class runtime_executor {
     }
 
     const runtime_step& step;
-    std::vector<tensor> outputs;
-    std::unique_ptr<std::atomic<std::uint32_t>[]> pending;
-    std::unique_ptr<std::atomic<std::uint32_t>[]> readers;
+    std::vector<tensor> outputs;                            // by output slot
+    std::unique_ptr<std::atomic<std::uint32_t>[]> pending;  // by node
+    std::unique_ptr<std::atomic<std::uint32_t>[]> readers;  // by output slot
     std::vector<node_stats> stats;
     std::vector<unsigned char> ran;  // not vector<bool>: nodes on several threads write their own entry
     std::chrono::steady_clock::time_point start;
@@ -313,8 +319,8 @@ class runtime_executor {
 
   // What an asynchronous kernel needs until it calls back: its inputs and its context.
   struct async_frame {
-    async_frame(Device& device, std::vector<tensor> in, tensor& out, std::chrono::steady_clock::time_point started)
-        : inputs(std::move(in)), ctx{device, inputs, std::span<tensor>(&out, 1)}, t0(started) {}
+    async_frame(Device& device, std::vector<tensor> in, std::span<tensor> out, std::chrono::steady_clock::time_point started)
+        : inputs(std::move(in)), ctx{device, inputs, out}, t0(started) {}
     std::vector<tensor> inputs;
     kernel_context<Device> ctx;
     std::chrono::steady_clock::time_point t0;
@@ -332,7 +338,7 @@ class runtime_executor {
     const crash_context_scope crash_scope(s.step.session, it.name.c_str(), it.def.op.c_str());
     ensure_crash_signal_stack();  // a pool thread's first node after install_crash_handler()
     const auto t0 = s.step.metadata ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    tensor& y = s.outputs[k];
+    tensor& y = s.outputs[n.output_begin];
     if (n.feed != npos) {
       y = s.step.feeds[n.feed];
     } else if (it.kind == runtime_node_kind::constant) {
@@ -345,13 +351,13 @@ class runtime_executor {
       }
       tensor value = n.inputs.empty() ? tensor() : s.outputs[n.inputs[0]];
       if (!value.valid() || value.space().host_accessible()) {
-        st = rv->send(n.slot, std::move(value));
+        st = rv->send(n.key_slot, std::move(value));
         if (!st.ok()) {
           st = st.with_context(node_context(it));
           return true;
         }
       } else {  // device memory: through the host
-        const std::uint32_t slot = n.slot;
+        const std::uint32_t slot = n.key_slot;
         return run_async(device, s, k, st, done, t0, [&device, rv, slot, value](kernel_done d) {
           to_host_async(value, device, [rv, slot, d = std::move(d)](status cst, tensor host) {
             d(cst.ok() ? rv->send(slot, std::move(host)) : cst);
@@ -365,7 +371,7 @@ class runtime_executor {
         return true;
       }
       detail::parallel_step<parallel_body>* step = s.parallel;
-      const std::uint32_t slot = n.slot;
+      const std::uint32_t slot = n.key_slot;
       return run_async(device, s, k, st, done, t0, [&device, &y, rv, step, slot](kernel_done d) {
         auto deliver = [&device, &y, d = std::move(d)](status rst, tensor t) {
           if (!rst.ok()) return d(std::move(rst));
@@ -399,43 +405,36 @@ class runtime_executor {
       std::span<tensor> in = large_in.empty() && !async ? std::span<tensor>(small_in.data(), n.inputs.size())
                                                         : std::span<tensor>(large_in);
       for (std::size_t i = 0; i < n.inputs.size(); ++i) in[i] = s.outputs[n.inputs[i]].view();
-      tensor_spec spec = it.spec;
+      std::array<tensor_spec, small> small_specs;
+      std::vector<tensor_spec> large_specs;
+      std::span<tensor_spec> specs;
       if (!n.spec_known) {
-        std::array<tensor_spec, small> small_specs;
-        std::vector<tensor_spec> large_specs;
-        std::span<tensor_spec> specs = n.inputs.size() <= small
-                                           ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
-                                           : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
+        specs = n.inputs.size() <= small ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
+                                         : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
         for (std::size_t i = 0; i < n.inputs.size(); ++i) specs[i] = in[i].spec();
-        auto inferred = it.op.infer(specs);
-        if (!inferred.ok()) {
-          st = inferred.status().with_context(node_context(it));
-          return true;
-        }
-        spec = *inferred;
       }
-      // Forwarding: the last reader of an unshared input of the output's spec writes over it.
-      bool forwarded = false;
-      if (it.op.elementwise())
-        for (std::size_t i = 0; i < n.inputs.size() && !forwarded; ++i) {
-          tensor& src = s.outputs[n.inputs[i]];
-          if (src.owns_buffer() && src.use_count() == 1 && src.spec() == spec &&
-              s.readers[n.inputs[i]].load(std::memory_order_acquire) == 1 &&
-              std::count(n.inputs.begin(), n.inputs.end(), n.inputs[i]) == 1) {
-            y = src;  // shares the buffer; src is released below as this was its last reader
-            forwarded = true;
+      const std::span<tensor> ys(&y, n.num_outputs);
+      for (std::size_t o = 0; o < ys.size(); ++o) {
+        tensor_spec spec = it.spec(o);
+        if (!n.spec_known) {
+          auto inferred = it.op.infer(specs, o);
+          if (!inferred.ok()) {
+            st = inferred.status().with_context(node_context(it));
+            return true;
           }
+          spec = *inferred;
         }
-      if (!forwarded) {
+        // Forwarding: the last reader of an unshared input of the output's spec writes over it.
+        if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) continue;
         auto out = device.allocate(spec.type, spec.dims);
         if (!out.ok()) {
           st = out.status().with_context(node_context(it));
           return true;
         }
-        y = std::move(*out);
+        ys[o] = std::move(*out);
       }
       if (async) {
-        auto* frame = new async_frame(device, std::move(large_in), y, t0);
+        auto* frame = new async_frame(device, std::move(large_in), ys, t0);
         const void* op = it.op.get();
         return run_async(device, s, k, st, done, t0, [&it, op, frame](kernel_done d) {
           it.kernel->compute_async(op, frame->ctx, [frame, d = std::move(d)](status result) {
@@ -444,7 +443,7 @@ class runtime_executor {
           });
         });
       }
-      kernel_context<Device> ctx{device, std::span<const tensor>(in.data(), in.size()), std::span<tensor>(&y, 1)};
+      kernel_context<Device> ctx{device, std::span<const tensor>(in.data(), in.size()), ys};
       st = it.kernel->compute(it.op.get(), ctx);
       if (!st.ok()) {
         st = st.with_context(node_context(it));
@@ -453,6 +452,20 @@ class runtime_executor {
     }
     finish_node(device, s, k, t0);
     return true;
+  }
+
+  // Makes y share the buffer of an input of node n that it is the last reader of, when nothing
+  // else holds that buffer and its spec is y's (the input is released when n finishes).
+  static bool forward_input(run_state& s, const node& n, const tensor_spec& spec, tensor& y) {
+    for (std::uint32_t slot : n.inputs) {
+      tensor& src = s.outputs[slot];
+      if (src.owns_buffer() && src.use_count() == 1 && src.spec() == spec &&
+          s.readers[slot].load(std::memory_order_acquire) == 1 && std::count(n.inputs.begin(), n.inputs.end(), slot) == 1) {
+        y = src;
+        return true;
+      }
+    }
+    return false;
   }
 
   // Node k's work, started by start(kernel_done) and finished when that calls back: waited for when
@@ -481,7 +494,7 @@ class runtime_executor {
       if (s.readers[j].fetch_sub(1, std::memory_order_acq_rel) == 1) s.outputs[j] = tensor();
     if (!s.step.metadata) return;
     const auto& it = (*graph_)[n.item];
-    const tensor& y = s.outputs[k];
+    const tensor& y = s.outputs[n.output_begin];  // the first output's
     const auto t1 = std::chrono::steady_clock::now();
     node_stats& st = s.stats[k];
     st.node = it.name;
@@ -511,8 +524,10 @@ class runtime_executor {
 
   std::shared_ptr<const graph_type> graph_;
   std::vector<node> nodes_;
-  std::vector<std::size_t> fetches_;
+  std::vector<std::size_t> fetches_;      // by output slot
   std::vector<tensor_spec> feed_specs_;
+  std::uint32_t num_slots_ = 0;           // outputs of every node
+  std::vector<std::uint32_t> slot_readers_;  // data edges out of each output slot, plus one per fetch
   // The step DAG the parallel executor schedules (edges by local index).
   std::vector<std::uint32_t> successor_begin_;
   std::vector<std::uint32_t> successors_;
