@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Static graphs: composition (topological order, one node per identical sub-expression, O(1) type
-// size per reuse), pruning and fusion groups as compile-time facts; the session's results against
+// size per reuse), pruning and fusion groups as compile-time facts; ops with several outputs; the session's results against
 // plain references on both host policies, its run-time errors, variables across runs, fetches of
 // intermediates, and many threads running one session at once.
 #include "support.hpp"
@@ -322,4 +322,77 @@ TEST_CASE("session: many threads run one session at once, each run independent")
     });
   for (auto& th : threads) th.join();
   for (int f : failures) CHECK(f == 0);
+}
+
+TEST_CASE("ops with several outputs: each output an expression, the op run once", "[session][outputs]") {
+  constexpr auto in = tf::input<"in", float, static_shape<dyn, 6>>;
+  constexpr auto fixed = tf::input<"fixed", float, static_shape<4, 6>>;
+  auto [a, mid, c] = tf::split<3, 1>(in);
+  auto [values, indices] = tf::top_k<2>(in);
+  auto sum = a + c;
+  auto weighted = values * tf::cast<tf::dtype::f32>(indices);
+  auto [fa, fb] = tf::split<2, 0>(fixed);
+  auto fixed_sum = tf::relu(fa) + fb;  // static shapes: the memory plan is made at compile time
+  using g = decltype(tf::graph(sum, mid, weighted, indices, fixed_sum));
+  // One split node and three outputs; one top_k node and two.
+  static_assert(g::size == 17);
+  static_assert(g::num_slots == g::size + 2 + 1 + 1);
+  STATIC_REQUIRE(g::specs[g::position<decltype(indices)>()] == tf::tensor_spec{tf::dtype::i64, tf::shape{dyn, 2}});
+  STATIC_REQUIRE(g::num_outputs[g::input(g::position<decltype(mid)>(), 0)] == 3);
+  CHECK_THAT(g::describe(), Catch::Contains("output 1(1) -> f32[?, 2]"));
+
+  const tf::tensor xt = random_tensor<float>(tf::shape{5, 6}, 77);
+  const tf::tensor ft = random_tensor<float>(tf::shape{4, 6}, 78);
+  tf::cpu eager;
+  auto parts = tf::call<float>(eager, tf::ops::split{.axis = 1, .num_split = 3}, xt);
+  auto top = tf::call<float>(eager, tf::ops::top_k{.k = 2}, xt);
+  auto halves = tf::call<float>(eager, tf::ops::split{.axis = 0, .num_split = 2}, ft);
+  REQUIRE((parts.ok() && top.ok() && halves.ok()));
+  auto sum_ref = tf::call<float>(eager, tf::ops::add{}, (*parts)[0], (*parts)[2]);
+  auto cast_ref = tf::call<std::int64_t>(eager, tf::ops::cast{.to = tf::dtype::f32}, (*top)[1]);
+  REQUIRE(cast_ref.ok());
+  auto weighted_ref = tf::call<float>(eager, tf::ops::mul{}, (*top)[0], *cast_ref);
+  auto relu_ref = tf::call<float>(eager, tf::ops::relu{}, (*halves)[0]);
+  REQUIRE(relu_ref.ok());
+  auto fixed_ref = tf::call<float>(eager, tf::ops::add{}, *relu_ref, (*halves)[1]);
+  REQUIRE((sum_ref.ok() && weighted_ref.ok() && fixed_ref.ok()));
+  const auto check = [&](auto& s) {
+    for (int run = 0; run < 3; ++run) {  // later runs reuse the outputs' buffers
+      auto r = s.run(tf::feed(in, xt), tf::feed(fixed, ft), tf::fetch(sum), tf::fetch(mid), tf::fetch(weighted),
+                     tf::fetch(indices), tf::fetch(fixed_sum));
+      INFO("status: " << r.status().to_string());
+      REQUIRE(r.ok());
+      const auto& [s0, s1, s2, s3, s4] = *r;
+      CHECK(tf::test::as_doubles<float>(s0) == tf::test::as_doubles<float>(*sum_ref));
+      CHECK(tf::test::as_doubles<float>(s1) == tf::test::as_doubles<float>((*parts)[1]));
+      CHECK(tf::test::as_doubles<float>(s2) == tf::test::as_doubles<float>(*weighted_ref));
+      CHECK(tf::test::as_doubles<std::int64_t>(s3) == tf::test::as_doubles<std::int64_t>((*top)[1]));
+      CHECK(tf::test::as_doubles<float>(s4) == tf::test::as_doubles<float>(*fixed_ref));
+    }
+  };
+  tf::cpu device;
+  tf::session sequential(tf::graph(sum, mid, weighted, indices, fixed_sum), device);
+  check(sequential);
+  tf::thread_pool pool(2);
+  tf::session parallel(tf::graph(sum, mid, weighted, indices, fixed_sum), pool, tf::parallel{2});
+  check(parallel);
+  // A fetched output keeps its values while the next run writes the op's outputs again.
+  auto first = sequential.run(tf::feed(in, xt), tf::feed(fixed, ft), tf::fetch(mid));
+  auto second = sequential.run(tf::feed(in, random_tensor<float>(tf::shape{5, 6}, 79)), tf::feed(fixed, ft), tf::fetch(mid));
+  REQUIRE((first.ok() && second.ok()));
+  CHECK(tf::test::as_doubles<float>(std::get<0>(*first)) == tf::test::as_doubles<float>((*parts)[1]));
+  // A new batch size: the outputs are inferred again at run time.
+  const tf::tensor x3 = random_tensor<float>(tf::shape{3, 6}, 80);
+  auto three = sequential.run(tf::feed(in, x3), tf::feed(fixed, ft), tf::fetch(indices));
+  REQUIRE(three.ok());
+  CHECK(std::get<0>(*three).shape() == tf::shape{3, 2});
+
+  // As a runtime graph, readers name the op's output.
+  auto def = tf::to_graph_def(tf::graph(sum, weighted));
+  REQUIRE(def.ok());
+  const std::string text = tf::to_text(*def);
+  CHECK_THAT(text, Catch::Contains("add_4 = add(split_1:0, split_1:2)"));
+  CHECK_THAT(text, Catch::Contains("cast_8 = cast(top_k_5:1)"));
+  auto runtime = tf::runtime_graph<tf::cpu>::make(*def);
+  REQUIRE(runtime.ok());
 }

@@ -16,6 +16,7 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -147,9 +148,26 @@ constexpr auto operator""_c() {
 template <auto Op, expression... In>
   requires op<decltype(Op)>
 constexpr auto apply(In...) {
+  static_assert(!multi_output_op<decltype(Op)>,
+                "typeflow::apply<Op>: this op has several outputs; apply_outputs<Op>(inputs...) gives each as an "
+                "expression: auto [values, indices] = tf::apply_outputs<tf::ops::top_k{.k = 5}>(x)");
   constexpr tensor_spec out = static_infer_specs<Op, In::spec...>::value;
   using node = op_node<Op, out, In::id...>;
   return expr<detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>>{};
+}
+
+// An op with several outputs applied to expressions: a std::tuple of one expression per output,
+// each the op's node followed by an output node, so the op runs once however many are used.
+// auto [values, indices] = apply_outputs<ops::top_k{.k = 5}>(x)
+template <auto Op, expression... In>
+  requires multi_output_op<decltype(Op)>
+constexpr auto apply_outputs(In...) {
+  using inferred = static_infer_specs<Op, In::spec...>;
+  using node = op_node<Op, inferred::value, In::id...>;
+  using nodes = detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>;
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple<expr<detail::append_node<nodes, output_node<node_id<node>, K, inferred::outputs[K]>>>...>{};
+  }(std::make_index_sequence<inferred::num_outputs>{});
 }
 
 // The value of `value` stored into variable `var` when this node runs; its dtype and shape must
@@ -276,6 +294,16 @@ constexpr auto matmul(A a, B b) {
 template <expression X, expression B>
 constexpr auto bias_add(X x, B b) {
   return apply<ops::bias_add{}>(x, b);
+}
+// The input cut into Parts equal parts along Axis: auto [a, b, c] = tf::split<3, 1>(x).
+template <std::int64_t Parts, std::int64_t Axis = 0, expression X>
+constexpr auto split(X x) {
+  return apply_outputs<ops::split{.axis = Axis, .num_split = Parts}>(x);
+}
+// The K largest entries of each row and their positions: auto [values, indices] = tf::top_k<5>(x).
+template <std::int64_t K, bool Sorted = true, expression X>
+constexpr auto top_k(X x) {
+  return apply_outputs<ops::top_k{.k = K, .sorted = Sorted}>(x);
 }
 // The input as shape To (one dimension may be -1, dyn: inferred).
 template <shape To, expression X>

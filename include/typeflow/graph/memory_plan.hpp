@@ -14,7 +14,8 @@
 // Elementwise kernels read element i before they write element i, which makes this safe.
 //
 // What is not planned keeps its own buffer in the state, reused while its shape is unchanged and
-// the caller holds no result sharing it: fetched tensors (they leave the run), assigned values.
+// the caller holds no result sharing it: fetched tensors (they leave the run), assigned values,
+// the outputs of an op with several (split, top_k).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -73,7 +74,7 @@ struct static_memory_plan {
       if (graph::kinds[p] == node_kind::assign) read_by_assign[graph::input(p, 0)] = true;
     std::array<bool, size> a{};
     for (std::size_t p : Plan::steps)
-      a[p] = graph::kinds[p] == node_kind::op && !Plan::fetched[p] && !read_by_assign[p];
+      a[p] = graph::kinds[p] == node_kind::op && graph::num_outputs[p] == 1 && !Plan::fetched[p] && !read_by_assign[p];
     return a;
   }();
   static constexpr std::size_t num_plannable = [] {

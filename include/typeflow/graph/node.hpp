@@ -9,6 +9,7 @@
 //   constant_node<2.0, dtype::f32>                   a scalar known at compile time
 //   op_node<ops::matmul{}, spec, id_x, id_w>         an op applied to other nodes
 //   assign_node<id_w, id_value>                      stores a value into a variable
+//   output_node<id_topk, 1, spec>                    output 1 of a node with several (top_k's indices)
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -26,7 +27,7 @@
 
 namespace typeflow {
 
-enum class node_kind : std::uint8_t { input, variable, constant, op, assign };
+enum class node_kind : std::uint8_t { input, variable, constant, op, assign, output };
 
 constexpr std::string_view to_string(node_kind k) noexcept {
   switch (k) {
@@ -35,6 +36,7 @@ constexpr std::string_view to_string(node_kind k) noexcept {
     case node_kind::constant: return "constant";
     case node_kind::op: return "op";
     case node_kind::assign: return "assign";
+    case node_kind::output: return "output";
   }
   return "?";
 }
@@ -96,6 +98,8 @@ struct constant_node {
   static constexpr std::size_t num_inputs = 0;
 };
 
+// An op applied to nodes In. Spec is its output's, or for an op with several outputs its first
+// output's; output_node names each output of such a node.
 template <auto Op, tensor_spec Spec, std::uint64_t... In>
 struct op_node {
   using op_type = std::remove_cvref_t<decltype(Op)>;
@@ -103,6 +107,7 @@ struct op_node {
   static constexpr std::string_view name = op_type::name;
   static constexpr op_type op = Op;
   static constexpr tensor_spec spec = Spec;
+  static constexpr std::size_t num_outputs = num_outputs_of(Op);
   static constexpr std::uint64_t inputs[sizeof...(In) + 1] = {In..., 0};
   static constexpr std::size_t num_inputs = sizeof...(In);
 };
@@ -118,5 +123,30 @@ struct assign_node {
   static constexpr std::uint64_t inputs[2] = {Value, 0};
   static constexpr std::size_t num_inputs = 1;
 };
+
+// Output Port of node Node, which has several (split, top_k): no work of its own, its value is the
+// tensor Node's kernel wrote there. Its one input is Node.
+template <std::uint64_t Node, std::size_t Port, tensor_spec Spec>
+struct output_node {
+  static constexpr node_kind kind = node_kind::output;
+  static constexpr std::string_view name = "output";
+  static constexpr std::size_t port = Port;
+  static constexpr tensor_spec spec = Spec;
+  static constexpr std::uint64_t inputs[2] = {Node, 0};
+  static constexpr std::size_t num_inputs = 1;
+};
+
+// How many outputs a node has (an op_node may have several), and which output of its input an
+// output_node is (0 for other nodes).
+template <class Node>
+constexpr std::size_t num_outputs_of_node() {
+  if constexpr (Node::kind == node_kind::op) return Node::num_outputs;
+  else return 1;
+}
+template <class Node>
+constexpr std::size_t port_of_node() {
+  if constexpr (Node::kind == node_kind::output) return Node::port;
+  else return 0;
+}
 
 }  // namespace typeflow

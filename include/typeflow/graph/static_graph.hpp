@@ -45,6 +45,20 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::array<std::string_view, size> names{Nodes::name...};
   static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
   static constexpr std::array<double, size> constant_values{detail::constant_value<Nodes>()...};
+  static constexpr std::array<std::size_t, size> num_outputs{num_outputs_of_node<Nodes>()...};
+  static constexpr std::array<std::size_t, size> ports{port_of_node<Nodes>()...};  // output nodes: which output
+
+  // Where a run keeps each node's tensors: node p's (first) output in slot p; outputs 1.. of a node
+  // with several in slots after the nodes', in node order. output_slot(p, k) is output k of node p.
+  static constexpr std::array<std::size_t, size + 1> extra_output_begin = [] {
+    std::array<std::size_t, size + 1> b{};
+    for (std::size_t i = 0; i < size; ++i) b[i + 1] = b[i] + num_outputs[i] - 1;
+    return b;
+  }();
+  static constexpr std::size_t num_slots = size + extra_output_begin[size];
+  static constexpr std::size_t output_slot(std::size_t p, std::size_t k) {
+    return k == 0 ? p : size + extra_output_begin[p] + k - 1;
+  }
   static constexpr std::size_t num_edges = (std::size_t{0} + ... + Nodes::num_inputs);
 
   // The inputs of node i are input_positions[input_begin[i] .. input_begin[i + 1]).
@@ -125,9 +139,12 @@ struct static_graph<node_list<Nodes...>> {
     return t.str();
   }
 
-  // "input 'x'", "variable 'w'", "constant 2", or the op's name.
+  // "input 'x'", "variable 'w'", "constant 2", "output 1", or the op's name.
   static void append_label(detail::text& t, std::size_t i) {
-    if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
+    if (kinds[i] == node_kind::output) {
+      t.append("output ");
+      detail::append_int(t, static_cast<std::int64_t>(ports[i]));
+    } else if (kinds[i] == node_kind::input || kinds[i] == node_kind::variable) {
       t.append(to_string(kinds[i]));
       t.append(" '");
       t.append(names[i]);

@@ -6,7 +6,8 @@
 //  - a compile-time constant becomes a const of shape [];
 //  - an op node keeps its op name and all its attributes;
 //  - an assign is refused (invalid_argument): runtime graphs have no variables to assign.
-// Op nodes are named "<op>_<position>" ("matmul_3"); inputs and variables keep their names.
+// Op nodes are named "<op>_<position>" ("matmul_3"); inputs and variables keep their names. An
+// output node is no node of its own: its readers name its op's output ("top_k_3:1").
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -27,6 +28,7 @@ template <class Graph>
 std::string runtime_name_of(std::size_t p) {
   const node_kind k = Graph::kinds[p];
   if (k == node_kind::input || k == node_kind::variable) return std::string(Graph::names[p]);
+  if (k == node_kind::output) return runtime_name_of<Graph>(Graph::input(p, 0)) + ":" + std::to_string(Graph::ports[p]);
   return std::string(Graph::names[p]) + "_" + std::to_string(p);
 }
 
@@ -50,6 +52,8 @@ result<graph_def> to_graph_def(Graph) {
             n.attrs.set("dtype", node::spec.type);
             n.attrs.set("shape", shape{});
             n.attrs.set("value", node::value);
+          } else if constexpr (node::kind == node_kind::output) {
+            return;  // its readers name its op's output
           } else if constexpr (node::kind == node_kind::assign) {
             st = errors::invalid_argument("to_graph_def: node ", Ps, " is an assign; runtime graphs hold no variables");
             return;

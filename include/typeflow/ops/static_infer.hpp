@@ -28,22 +28,35 @@ struct spec {
 };
 
 // The same over tensor_spec values: what the static graph uses, where each node carries its spec.
+// `outputs` holds every output's spec (split and top_k have several), `value` the first's.
 template <auto Op, tensor_spec... In>
   requires op<decltype(Op)>
 struct static_infer_specs {
   static constexpr std::array<tensor_spec, sizeof...(In)> inputs{In...};
-  static constexpr bool ok = infer(Op, std::span<const tensor_spec>(inputs)).ok();
+  static constexpr std::size_t num_outputs = num_outputs_of(Op);
+
+  // The first output whose inference fails, or num_outputs.
+  static constexpr std::size_t failing = [] {
+    for (std::size_t k = 0; k < num_outputs; ++k)
+      if (!infer(Op, std::span<const tensor_spec>(inputs), k).ok()) return k;
+    return num_outputs;
+  }();
+  static constexpr bool ok = failing == num_outputs;
 
   // The compiler prints the inference's own message as compile_error's template argument.
   static_assert(ok || compile_error<detail::text_constant<[] {
-                  return detail::cat(infer(Op, std::span<const tensor_spec>(inputs)).status().message());
+                  if (ok) return detail::text();
+                  return detail::cat(infer(Op, std::span<const tensor_spec>(inputs), failing).status().message());
                 }>::value>::value,
                 "typeflow: static shape or dtype inference failed; see compile_error<...> above");
 
-  static constexpr tensor_spec value = [] {
-    if constexpr (ok) return *infer(Op, std::span<const tensor_spec>(inputs));
-    else return tensor_spec{};
+  static constexpr std::array<tensor_spec, num_outputs> outputs = [] {
+    std::array<tensor_spec, num_outputs> out{};
+    if constexpr (ok)
+      for (std::size_t k = 0; k < num_outputs; ++k) out[k] = *infer(Op, std::span<const tensor_spec>(inputs), k);
+    return out;
   }();
+  static constexpr tensor_spec value = outputs[0];
 };
 
 template <auto Op, class... Specs>

@@ -105,7 +105,7 @@ template <class Graph, device_policy Device, class Registry = default_registry, 
 class session {
  public:
   using graph_type = Graph;
-  using state = static_state<Graph::size, Graph::num_input_nodes>;
+  using state = static_state<Graph::num_slots, Graph::num_input_nodes>;
 
   session(Graph, Device& device) requires(!Parallel) : device_(&device), variables_(Graph::num_variables) {}
   session(Graph, Device& device, parallel p) requires Parallel : device_(&device), variables_(Graph::num_variables) {

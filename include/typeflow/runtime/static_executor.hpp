@@ -6,8 +6,10 @@
 // static_memory_plan (allocated once per state); with run-time dimensions the plan is made once
 // per distinct set of input shapes and cached (run_time_plans). Other outputs keep a buffer of
 // their own, reused while its dtype and shape are unchanged and no fetched tensor still shares it.
-// A state holds one tensor per graph node; a session keeps a pool of states, so runs on several
-// threads never share one.
+// A state holds one tensor per graph node, and one per further output of an op with several
+// (static_graph::output_slot); a session keeps a pool of states, so runs on several threads never
+// share one. An output node takes a share of the tensor its op wrote, for its readers and fetches,
+// and lets it go when the run ends, so the next run's op writes into the same buffer again.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -31,8 +33,8 @@
 
 namespace typeflow {
 
-// One tensor per node of a graph of Size nodes with Inputs input nodes, and the arena the planned
-// ones live in. `bound` names the memory plan whose offsets the slots hold (plans differ by their
+// One tensor per slot of a graph (static_graph::num_slots) with Inputs input nodes, and the arena
+// the planned ones live in. `bound` names the memory plan whose offsets the slots hold (plans differ by their
 // fetches) and `fed` the input shapes it was made for, when it was made at run time.
 template <std::size_t Size, std::size_t Inputs>
 struct static_state {
@@ -56,7 +58,7 @@ class static_executor {
   using nodes = typename graph::nodes;
 
  public:
-  using state = static_state<graph::size, graph::num_input_nodes>;
+  using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
 
   static status run(Device& device, state& s, const static_environment& env) {
@@ -106,9 +108,12 @@ class static_executor {
     else return false;
   }
 
-  // Drops what a finished run must not keep: fed tensors and variable values.
+  // Drops what a finished run must not keep: fed tensors, variable values, and the output nodes'
+  // shares of their ops' outputs.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
+    for (std::size_t p = 0; p < graph::size; ++p)
+      if (graph::kinds[p] == node_kind::output) s.slots[p] = tensor();
   }
 
  private:
@@ -174,6 +179,14 @@ class static_executor {
       sh[P] = env.feeds[graph::input_node_index[P]]->shape();
     } else if constexpr (node::kind == node_kind::assign) {
       sh[P] = sh[graph::input(P, 0)];
+    } else if constexpr (node::kind == node_kind::output && !graph::specs[P].dims.is_fully_defined()) {
+      constexpr std::size_t producer = graph::input(P, 0);
+      constexpr auto inputs = step_inputs<producer>();
+      std::array<tensor_spec, inputs.size()> specs;
+      for (std::size_t i = 0; i < inputs.size(); ++i) specs[i] = tensor_spec{graph::specs[inputs[i]].type, sh[inputs[i]]};
+      auto out = infer(node_at_t<producer, nodes>::op, std::span<const tensor_spec>(specs), node::port);
+      if (!out.ok()) return with_node<producer>(out.status());
+      sh[P] = out->dims;
     } else if constexpr (node::kind != node_kind::op || graph::specs[P].dims.is_fully_defined()) {
       sh[P] = graph::specs[P].dims;
     } else {
@@ -226,6 +239,9 @@ class static_executor {
       s.slots[P] = s.slots[graph::input(P, 0)];
       env.variables->write(graph::variable_index[variable], s.slots[P]);
       return ok_status();
+    } else if constexpr (node::kind == node_kind::output) {
+      s.slots[P] = s.slots[graph::output_slot(graph::input(P, 0), node::port)];
+      return ok_status();
     } else {
       status st;
       run_op<P, step_op<P>(), step_inputs<P>()>(device, s, st);
@@ -247,14 +263,15 @@ class static_executor {
   // What an asynchronous kernel needs until it calls back.
   template <std::size_t K>
   struct async_frame {
-    async_frame(Device& device, const std::array<tensor, K>& in, tensor& out)
-        : inputs(in), ctx{device, std::span<const tensor>(inputs), std::span<tensor>(&out, 1)} {}
+    async_frame(Device& device, const std::array<tensor, K>& in, std::span<tensor> out)
+        : inputs(in), ctx{device, std::span<const tensor>(inputs), out} {}
     std::array<tensor, K> inputs;
     kernel_context<Device> ctx;
   };
 
   template <std::size_t P, auto Op, auto Inputs, class Done = std::nullptr_t>
   static bool run_op(Device& device, state& s, status& st, Done done = nullptr) {
+    if constexpr (graph::num_outputs[P] > 1) return run_outputs_op<P, Op, Inputs>(device, s, st, done);
     st = ok_status();
     constexpr std::size_t k = Inputs.size();
     constexpr tensor_spec spec = graph::specs[P];
@@ -288,7 +305,7 @@ class static_executor {
       return ok_status();
     };
     if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
-      auto* frame = new async_frame<k>(device, in, y);
+      auto* frame = new async_frame<k>(device, in, std::span<tensor>(&y, 1));
       kernel::compute_async(Op, frame->ctx, [frame, check, done](status result) {
         delete frame;
         done(check(std::move(result)));
@@ -297,6 +314,66 @@ class static_executor {
     } else {
       kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
       st = check(run_kernel<kernel>(Op, ctx));
+      return true;
+    }
+  }
+
+  // An op with several outputs: they are not in the arena, so each keeps its own buffer from run
+  // to run (prepare_output). They leave their slots for an array the kernel writes (on this stack,
+  // or in an asynchronous kernel's frame) and go back when it ends.
+  template <std::size_t P, auto Op, auto Inputs, class Done>
+  static bool run_outputs_op(Device& device, state& s, status& st, Done done) {
+    constexpr std::size_t k = Inputs.size();
+    constexpr std::size_t n = graph::num_outputs[P];
+    using kernel = step_kernel<P, Op, Inputs>;
+    using outputs = std::array<tensor, n>;
+    constexpr auto static_specs = [] {
+      std::array<tensor_spec, k> in{};
+      for (std::size_t i = 0; i < k; ++i) in[i] = graph::specs[Inputs[i]];
+      std::array<tensor_spec, n> out{};
+      for (std::size_t o = 0; o < n; ++o) out[o] = *infer(Op, std::span<const tensor_spec>(in), o);
+      return out;
+    }();
+    std::array<tensor, k> in;
+    for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
+    auto take = [&](outputs& ys) -> status {
+      std::array<tensor_spec, k> specs;
+      for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
+      for (std::size_t o = 0; o < n; ++o) {
+        ys[o] = std::move(s.slots[graph::output_slot(P, o)]);
+        auto spec = static_specs[o].dims.is_fully_defined() ? result<tensor_spec>(static_specs[o])
+                                                            : infer(Op, std::span<const tensor_spec>(specs), o);
+        if (!spec.ok()) return with_node<P>(spec.status());
+        if (auto made = prepare_output(device, ys[o], *spec); !made.ok()) return with_node<P>(made);
+      }
+      return ok_status();
+    };
+    auto give_back = [&s](outputs& ys, const status& result) {
+      for (std::size_t o = 0; o < n; ++o) s.slots[graph::output_slot(P, o)] = std::move(ys[o]);
+      return result.ok() ? ok_status() : with_node<P>(result);
+    };
+    if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
+      struct frame {
+        outputs ys;
+        async_frame<k> call;
+      };
+      auto* f = new frame{{}, async_frame<k>(device, in, {})};
+      f->call.ctx.outputs = std::span<tensor>(f->ys);
+      if (st = take(f->ys); !st.ok()) {
+        delete f;
+        return true;
+      }
+      kernel::compute_async(Op, f->call.ctx, [f, give_back, done](status result) {
+        const status st = give_back(f->ys, result);
+        delete f;
+        done(st);
+      });
+      return false;
+    } else {
+      outputs ys;
+      if (st = take(ys); !st.ok()) return true;
+      kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(ys)};
+      st = give_back(ys, run_kernel<kernel>(Op, ctx));
       return true;
     }
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/kernels/cpu/unary.hpp>  // host_devices
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/nn.hpp>
 
