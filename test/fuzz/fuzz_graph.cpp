@@ -74,13 +74,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::pair<std::string, tf::tensor>> feeds;
   std::vector<std::string> fetches;
   for (const auto& it : g->items()) {
-    if (elements_with_dyn_as_one(it.spec.dims) > max_elements) return 0;
+    for (const tf::tensor_spec& spec : it.specs)
+      if (elements_with_dyn_as_one(spec.dims) > max_elements) return 0;
     if (it.consumers.empty()) fetches.push_back(it.name);
     if (it.kind != tf::runtime_node_kind::placeholder) continue;
-    tf::shape s = it.spec.dims;
+    tf::shape s = it.spec().dims;
     for (std::size_t i = 0; i < s.rank(); ++i)
       if (s[i] == tf::dyn) s[i] = 1;
-    auto t = tf::tensor::allocate(it.spec.type, s);
+    auto t = tf::tensor::allocate(it.spec().type, s);
     if (!t.ok()) fail("cannot make a feed", t.status().to_string());
     std::memset(t->data(), 0, t->bytes());
     feeds.emplace_back(it.name, std::move(*t));
