@@ -396,3 +396,40 @@ TEST_CASE("ops with several outputs: each output an expression, the op run once"
   auto runtime = tf::runtime_graph<tf::cpu>::make(*def);
   REQUIRE(runtime.ok());
 }
+
+TEST_CASE("ops with several outputs: one part, and static outputs of inputs with run-time dimensions", "[session][outputs]") {
+  // split<1> has one output but is still read through its output node: it keeps its own buffer,
+  // and no planned intermediate may take the place of the one part while it is read.
+  constexpr auto in = tf::input<"in", float, static_shape<4, 3>>;
+  auto [whole] = tf::split<1, 0>(in);
+  auto sum = whole + tf::exp(in);
+  tf::cpu device;
+  tf::session s(tf::graph(sum, whole), device);
+  const tf::tensor xt = random_tensor<float>(tf::shape{4, 3}, 81);
+  auto e = tf::call<float>(device, tf::ops::exp{}, xt);
+  REQUIRE(e.ok());
+  auto want = tf::call<float>(device, tf::ops::add{}, xt, *e);
+  REQUIRE(want.ok());
+  auto first = s.run(tf::feed(in, xt), tf::fetch(sum), tf::fetch(whole));
+  REQUIRE(first.ok());
+  auto second = s.run(tf::feed(in, random_tensor<float>(tf::shape{4, 3}, 82)), tf::fetch(sum), tf::fetch(whole));
+  REQUIRE(second.ok());
+  CHECK(tf::test::as_doubles<float>(std::get<0>(*first)) == tf::test::as_doubles<float>(*want));
+  CHECK(tf::test::as_doubles<float>(std::get<1>(*first)) == tf::test::as_doubles<float>(xt));  // not overwritten
+
+  // top_k<3> of [4, ?] has the static shape [4, 3]; a row of 2 is refused, not read past.
+  constexpr auto rows = tf::input<"rows", float, static_shape<4, dyn>>;
+  auto [values, indices] = tf::top_k<3>(rows);
+  tf::session t(tf::graph(values, indices), device);
+  require_error(t.run(tf::feed(rows, random_tensor<float>(tf::shape{4, 2}, 83)), tf::fetch(values), tf::fetch(indices)),
+                tf::status_code::invalid_argument, "top_k: k = 3 is larger than the last dimension of input shape [4, 2] (2)");
+  REQUIRE(t.run(tf::feed(rows, random_tensor<float>(tf::shape{4, 5}, 84)), tf::fetch(values), tf::fetch(indices)).ok());
+  // The same for a one-output op: a reshape of [?, 3] to [6] has a static shape; 9 elements are
+  // refused, not copied into 6.
+  constexpr auto wide = tf::input<"wide", float, static_shape<dyn, 3>>;
+  auto reshaped = tf::reshape<tf::shape{6}>(wide);
+  tf::session r(tf::graph(reshaped), device);
+  require_error(r.run(tf::feed(wide, random_tensor<float>(tf::shape{3, 3}, 85)), tf::fetch(reshaped)),
+                tf::status_code::invalid_argument, "reshape");
+  REQUIRE(r.run(tf::feed(wide, random_tensor<float>(tf::shape{2, 3}, 86)), tf::fetch(reshaped)).ok());
+}

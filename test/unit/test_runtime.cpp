@@ -483,7 +483,8 @@ z = mul(t, i)
     CHECK(message(s.run({{"s", x}}, {"y"})) ==
           "feed 's': node 's' has 3 outputs (ports 0 to 2); only a node with one output can be fed");
     CHECK(message(s.run({{"x", x}}, {"y"}, {"s:1"})) == "target 's:1': a target names a node, not one of its outputs");
-    CHECK(message(s.run({{"x", x}}, {"t:x"})) == "fetch 't:x' names no node in the graph");
+    CHECK(message(s.run({{"x", x}}, {"t:x"})) == "fetch 't:x': the port is not a number");
+    CHECK(message(s.run({{"x", x}}, {"u:1"})) == "fetch 'u:1' names no node in the graph");
   }
 }
 

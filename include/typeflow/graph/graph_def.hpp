@@ -94,8 +94,10 @@ result<endpoint> resolve_tensor(std::string_view name, std::string_view what, bo
   const auto parsed = port_allowed ? tensor_name::parse(name) : std::optional<tensor_name>(tensor_name{name, 0, false});
   const std::optional<std::size_t> node = parsed ? find(parsed->node) : std::nullopt;
   if (!node) {
-    if (const auto colon = name.rfind(':'); !port_allowed && colon != std::string_view::npos && find(name.substr(0, colon)))
-      return errors::invalid_argument(what, " '", name, "': a ", what, " names a node, not one of its outputs");
+    if (const auto colon = name.rfind(':'); colon != std::string_view::npos && find(name.substr(0, colon))) {
+      if (!port_allowed) return errors::invalid_argument(what, " '", name, "': a ", what, " names a node, not one of its outputs");
+      return errors::invalid_argument(what, " '", name, "': the port is not a number");
+    }
     return errors::invalid_argument(what, " '", name, "' names no node in the graph");
   }
   if (const std::size_t n = outputs(*node); parsed->port >= n)

@@ -74,7 +74,7 @@ struct static_memory_plan {
       if (graph::kinds[p] == node_kind::assign) read_by_assign[graph::input(p, 0)] = true;
     std::array<bool, size> a{};
     for (std::size_t p : Plan::steps)
-      a[p] = graph::kinds[p] == node_kind::op && graph::num_outputs[p] == 1 && !Plan::fetched[p] && !read_by_assign[p];
+      a[p] = graph::kinds[p] == node_kind::op && !graph::multi_output[p] && !Plan::fetched[p] && !read_by_assign[p];
     return a;
   }();
   static constexpr std::size_t num_plannable = [] {

@@ -108,6 +108,7 @@ struct op_node {
   static constexpr op_type op = Op;
   static constexpr tensor_spec spec = Spec;
   static constexpr std::size_t num_outputs = num_outputs_of(Op);
+  static constexpr bool multi_output = multi_output_op<op_type>;  // read through output nodes, even split<1>
   static constexpr std::uint64_t inputs[sizeof...(In) + 1] = {In..., 0};
   static constexpr std::size_t num_inputs = sizeof...(In);
 };
@@ -136,12 +137,18 @@ struct output_node {
   static constexpr std::size_t num_inputs = 1;
 };
 
-// How many outputs a node has (an op_node may have several), and which output of its input an
-// output_node is (0 for other nodes).
+// How many outputs a node has (an op_node may have several), whether it is an op of a
+// multi_output_op type (its readers are output nodes, however many outputs this one has), and which
+// output of its input an output_node is (0 for other nodes).
 template <class Node>
 constexpr std::size_t num_outputs_of_node() {
   if constexpr (Node::kind == node_kind::op) return Node::num_outputs;
   else return 1;
+}
+template <class Node>
+constexpr bool is_multi_output_node() {
+  if constexpr (Node::kind == node_kind::op) return Node::multi_output;
+  else return false;
 }
 template <class Node>
 constexpr std::size_t port_of_node() {

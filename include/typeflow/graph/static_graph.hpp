@@ -46,6 +46,7 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
   static constexpr std::array<double, size> constant_values{detail::constant_value<Nodes>()...};
   static constexpr std::array<std::size_t, size> num_outputs{num_outputs_of_node<Nodes>()...};
+  static constexpr std::array<bool, size> multi_output{is_multi_output_node<Nodes>()...};
   static constexpr std::array<std::size_t, size> ports{port_of_node<Nodes>()...};  // output nodes: which output
 
   // Where a run keeps each node's tensors: node p's (first) output in slot p; outputs 1.. of a node

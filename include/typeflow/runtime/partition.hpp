@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -60,8 +61,10 @@ inline partition_plan partition(const inferred_graph& g, const std::vector<bool>
     }
     plan.partition_of[i] = p;
   }
+  std::set<std::string> added;  // names of the nodes added so far: "s/1" may be a node's name too
   auto unique_name = [&](std::string name) {
-    while (g.topology.index.count(name)) name += '_';
+    while (g.topology.index.count(name) || added.count(name)) name += '_';
+    added.insert(name);
     return name;
   };
   // (producer, port, destination device, control?) -> the _recv's name on the destination.

@@ -260,6 +260,15 @@ class static_executor {
   using step_kernel =
       typename Registry::template kernel<std::remove_cvref_t<decltype(Op)>, Device, element_t<step_dtype<P, Op, Inputs>()>>;
 
+  // Whether every input of a step has a fully defined static shape: then its output's static
+  // spec is what inference gives for any run (fed tensors match their inputs' static shapes).
+  template <auto Inputs>
+  static constexpr bool inputs_known() {
+    for (std::size_t i : Inputs)
+      if (!graph::specs[i].dims.is_fully_defined()) return false;
+    return true;
+  }
+
   // What an asynchronous kernel needs until it calls back.
   template <std::size_t K>
   struct async_frame {
@@ -271,7 +280,7 @@ class static_executor {
 
   template <std::size_t P, auto Op, auto Inputs, class Done = std::nullptr_t>
   static bool run_op(Device& device, state& s, status& st, Done done = nullptr) {
-    if constexpr (graph::num_outputs[P] > 1) return run_outputs_op<P, Op, Inputs>(device, s, st, done);
+    if constexpr (graph::multi_output[P]) return run_outputs_op<P, Op, Inputs>(device, s, st, done);
     st = ok_status();
     constexpr std::size_t k = Inputs.size();
     constexpr tensor_spec spec = graph::specs[P];
@@ -283,6 +292,13 @@ class static_executor {
     tensor& y = s.slots[P];
     const bool in_arena = PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr;
     void* const planned_at = y.data();
+    if constexpr (spec.dims.is_fully_defined() && !inputs_known<Inputs>()) {
+      // A static output from an input with a run-time dimension (slice, top_k, a reduction over
+      // it): whether the op accepts this run's input is known only now.
+      std::array<tensor_spec, k> specs;
+      for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
+      if (auto out = infer(Op, std::span<const tensor_spec>(specs)); !out.ok()) return st = with_node<P>(out.status()), true;
+    }
     if (in_arena) {
       // bound by bind_arena with the shape of this run
     } else if constexpr (spec.dims.is_fully_defined()) {
@@ -341,8 +357,9 @@ class static_executor {
       for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
       for (std::size_t o = 0; o < n; ++o) {
         ys[o] = std::move(s.slots[graph::output_slot(P, o)]);
-        auto spec = static_specs[o].dims.is_fully_defined() ? result<tensor_spec>(static_specs[o])
-                                                            : infer(Op, std::span<const tensor_spec>(specs), o);
+        auto spec = inputs_known<Inputs>() && static_specs[o].dims.is_fully_defined()
+                        ? result<tensor_spec>(static_specs[o])
+                        : infer(Op, std::span<const tensor_spec>(specs), o);
         if (!spec.ok()) return with_node<P>(spec.status());
         if (auto made = prepare_output(device, ys[o], *spec); !made.ok()) return with_node<P>(made);
       }
