@@ -596,6 +596,9 @@ TEST_CASE("split reports bad axes, part counts and outputs", "[array][errors]") 
                 "split: dimension 1 of input shape [4, 6] (6) does not divide into 4 equal parts");
   require_error(run(2, 2), tf::status_code::invalid_argument, "split: axis 2 is out of range for rank 2");
   require_error(run(0, 0), tf::status_code::invalid_argument, "split: num_split must be at least 1, got 0");
+  // A count from a file is refused before anything is sized by it.
+  require_error(run(0, std::int64_t{1} << 40), tf::status_code::invalid_argument,
+                "split: 1099511627776 outputs, more than the 65536 an op may have");
   require_error(tf::call<float>(device, tf::ops::split{}, random_values<float>(tf::shape{}, 1)),
                 tf::status_code::invalid_argument, "split: the input must have rank >= 1, got a scalar");
   const tf::tensor_spec in[] = {x.spec()};

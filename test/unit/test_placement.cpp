@@ -279,9 +279,11 @@ b = add(s:2, s:0) @CPU:1
 c = mul(a, s:1) @CPU:1
 t = top_k(x) k=3 @CPU:1
 v = neg(t:0) @CPU:0
+s/1 = neg(s:1) @CPU:0
+q = add(s/1, s:1) @CPU:1
 )";
   const tf::tensor x = tf::test::random_tensor<float>(tf::shape{5, 6}, 11);
-  const std::vector<std::string> fetches = {"b", "c", "v", "t:1", "s:1"};
+  const std::vector<std::string> fetches = {"b", "c", "v", "t:1", "s:1", "q"};
   tf::cpu alone;
   auto unplaced = parse(text);
   for (auto& n : unplaced.nodes) n.device.clear();
@@ -298,14 +300,15 @@ v = neg(t:0) @CPU:0
     INFO("status: " << got.status().to_string());
     REQUIRE(got.ok());
     for (std::size_t k = 0; k < fetches.size(); ++k) CHECK(same_bits((*got)[k], (*expected)[k]));
-    // x, s:0, s:1 and s:2 cross to CPU:1 (s:1 once for its two readers), t:0 back to CPU:0.
-    auto dot = (*s)->to_dot({"x"}, {"b", "c", "v"});
+    // x, s:0, s:1, s:2 and s/1 cross to CPU:1 (s:1 once for its three readers), t:0 back to
+    // CPU:0; s:1 and the node s/1 both make "_send/s/1/CPU_1", and one of them takes another name.
+    auto dot = (*s)->to_dot({"x"}, {"b", "c", "v", "q"});
     REQUIRE(dot.ok());
     CHECK_THAT(*dot, Catch::Contains("_send/s/CPU_1") && Catch::Contains("_send/s/1/CPU_1") &&
                          Catch::Contains("_send/s/2/CPU_1") && Catch::Contains("_send/t/CPU_0"));
     std::size_t sends = 0;
     for (std::size_t at = dot->find("label=\"_send/"); at != std::string::npos; at = dot->find("label=\"_send/", at + 1)) ++sends;
-    CHECK(sends == 5);
+    CHECK(sends == 6);
     auto message = [&](auto&& r) { return r.ok() ? std::string("ok") : std::string(r.status().message()); };
     CHECK(message((*s)->run({{"x", x}}, {"s:3"})) == "fetch 's:3': node 's' has 3 outputs (ports 0 to 2)");
     CHECK(message((*s)->run({{"t", x}}, {"v"})) ==

@@ -272,6 +272,8 @@ TEST_CASE("validation: every error names the node and says what is wrong", "[run
   CHECK(error_of(std::string(x) + "y = relu(z)") == "node 'y' (line 2): input 'z' names no node in the graph");
   CHECK(error_of(std::string(x) + "y = relu(x:1)") ==
         "node 'y' (line 2): input 'x:1': node 'x' has one output (port 0)");
+  CHECK(error_of(std::string(x) + "s = split(x) axis=1 num_split=1000000000") ==
+        "node 's' (line 2): split: 1000000000 outputs, more than the 65536 an op may have");
   CHECK(error_of(std::string(x) + "s = split(x) axis=1 num_split=3\ny = relu(s:3)") ==
         "node 'y' (line 3): input 's:3': node 's' has 3 outputs (ports 0 to 2)");
   CHECK(error_of(std::string(x) + "y = add(x)") == "node 'y' (line 2): op add takes 2 inputs, got 1");

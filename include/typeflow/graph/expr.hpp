@@ -167,7 +167,7 @@ constexpr auto apply_outputs(In...) {
   using nodes = detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>;
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
     return std::tuple<expr<detail::append_node<nodes, output_node<node_id<node>, K, inferred::outputs[K]>>>...>{};
-  }(std::make_index_sequence<inferred::num_outputs>{});
+  }(std::make_index_sequence<inferred::outputs.size()>{});  // one when inference failed: no flood after the message
 }
 
 // The value of `value` stored into variable `var` when this node runs; its dtype and shape must

@@ -65,7 +65,6 @@ inline std::string describe_outputs(std::string_view node, std::size_t outputs) 
 struct endpoint {
   std::size_t node = 0;
   std::size_t port = 0;
-  friend bool operator==(const endpoint&, const endpoint&) = default;
 };
 
 // A data input's or fetch's text split at its port: "x" -> ("x", 0), "x:2" -> ("x", 2). A name
@@ -73,16 +72,15 @@ struct endpoint {
 struct tensor_name {
   std::string_view node;
   std::size_t port = 0;
-  bool explicit_port = false;
 
   static std::optional<tensor_name> parse(std::string_view text) {
     const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return tensor_name{text, 0, false};
+    if (colon == std::string_view::npos) return tensor_name{text, 0};
     const std::string_view digits = text.substr(colon + 1);
     std::size_t port = 0;
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
     if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
-    return tensor_name{text.substr(0, colon), port, true};
+    return tensor_name{text.substr(0, colon), port};
   }
 };
 
@@ -91,7 +89,7 @@ struct tensor_name {
 template <class Find, class Outputs>
 result<endpoint> resolve_tensor(std::string_view name, std::string_view what, bool port_allowed, Find&& find,
                                 Outputs&& outputs) {
-  const auto parsed = port_allowed ? tensor_name::parse(name) : std::optional<tensor_name>(tensor_name{name, 0, false});
+  const auto parsed = port_allowed ? tensor_name::parse(name) : std::optional<tensor_name>(tensor_name{name, 0});
   const std::optional<std::size_t> node = parsed ? find(parsed->node) : std::nullopt;
   if (!node) {
     if (const auto colon = name.rfind(':'); colon != std::string_view::npos && find(name.substr(0, colon))) {
@@ -163,7 +161,7 @@ struct graph_topology {
       const node_def& d = def.nodes[i];
       for (const std::string& in : d.inputs) {
         const bool control = !in.empty() && in[0] == '^';
-        const auto ref = control ? std::optional<tensor_name>(tensor_name{std::string_view(in).substr(1), 0, false})
+        const auto ref = control ? std::optional<tensor_name>(tensor_name{std::string_view(in).substr(1), 0})
                                  : tensor_name::parse(in);
         if (!ref)
           return errors::invalid_argument(detail::node_context(d), ": input '", in, "': the port is not a number");

@@ -8,8 +8,9 @@
 // element, or one number for all).
 // make() checks everything and returns invalid_argument naming the node: empty or duplicate
 // names, unknown op, bad attribute name, type or value, wrong arity, dangling input, a port the
-// producer does not have (split has num_split outputs, top_k two, other nodes one), cycle, shape or dtype mismatch (the op's own inference), no kernel for (op, device, dtype),
-// a device that is not the policy's. _send and _recv (key, and for _recv dtype and shape) are the
+// producer does not have (split has num_split outputs, top_k two, other nodes one), cycle, shape
+// or dtype mismatch (the op's own inference), no kernel for (op, device, dtype), a device that is
+// not the policy's. _send and _recv (key, and for _recv dtype and shape) are the
 // partitioner's; a graph that has them runs with a rendezvous (runtime/runtime_session.hpp).
 #pragma once
 
@@ -139,13 +140,9 @@ class runtime_graph {
       if (it.kind != runtime_node_kind::op) continue;
       std::vector<tensor_spec> in;
       for (std::size_t k = 0; k < it.inputs.size(); ++k) in.push_back(g.input_spec(it, k));
-      const std::size_t outputs = it.op.num_outputs();
-      it.specs.resize(outputs);
-      for (std::size_t k = 0; k < outputs; ++k) {
-        auto spec = it.op.infer(in, k);
-        if (!spec.ok()) return spec.status().with_context(detail::node_context(def.nodes[i]));
-        it.specs[k] = *spec;
-      }
+      auto specs = it.op.infer_outputs(in);
+      if (!specs.ok()) return specs.status().with_context(detail::node_context(def.nodes[i]));
+      it.specs = std::move(*specs);
       const dtype kt = it.op.kernel_dtype(in, it.spec());
       it.kernel = kernels().find_kernel(it.op.name(), kt);
       if (it.kernel == nullptr) {

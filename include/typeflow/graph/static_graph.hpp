@@ -130,6 +130,16 @@ struct static_graph<node_list<Nodes...>> {
     return l;
   }();
 
+  // The output nodes: their shares of their ops' outputs are let go when a run ends.
+  static constexpr std::size_t num_output_nodes = (std::size_t{0} + ... + (Nodes::kind == node_kind::output));
+  static constexpr std::array<std::size_t, num_output_nodes> output_positions = [] {
+    std::array<std::size_t, num_output_nodes> o{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i)
+      if (kinds[i] == node_kind::output) o[k++] = i;
+    return o;
+  }();
+
   // "3: add(1, 2) -> f32[?, 10]" per line.
   static std::string describe() {
     detail::text t;

@@ -49,6 +49,18 @@ constexpr std::size_t num_outputs_of(const Op& o) {
   else return 1;
 }
 
+// The most outputs an op may have: split's num_split comes from a graph file, and every output
+// costs a spec and a tensor before the kernel runs.
+inline constexpr std::size_t max_outputs = std::size_t{1} << 16;
+
+// ok when the op's number of outputs is at most max_outputs; what to check before sizing anything by it.
+template <op Op>
+constexpr status check_num_outputs(const Op& o) {
+  if (const std::size_t n = num_outputs_of(o); n > max_outputs)
+    return errors::invalid_argument(Op::name, ": ", n, " outputs, more than the ", max_outputs, " an op may have");
+  return ok_status();
+}
+
 // The number of inputs an op instance takes: its fixed arity, or any count >= 1 when variadic.
 template <op Op>
 constexpr status check_arity(std::size_t count) {
@@ -67,6 +79,7 @@ constexpr status check_arity(std::size_t count) {
 template <op Op>
 constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> inputs, std::size_t output = 0) {
   if (auto st = check_arity<Op>(inputs.size()); !st.ok()) return st;
+  if (auto st = check_num_outputs(o); !st.ok()) return st;
   if (const std::size_t n = num_outputs_of(o); output >= n)
     return errors::invalid_argument(Op::name, ": output ", output, " does not exist (it has ", n, " output",
                                     n == 1 ? "" : "s", ")");

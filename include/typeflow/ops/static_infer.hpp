@@ -50,8 +50,8 @@ struct static_infer_specs {
                 }>::value>::value,
                 "typeflow: static shape or dtype inference failed; see compile_error<...> above");
 
-  static constexpr std::array<tensor_spec, num_outputs> outputs = [] {
-    std::array<tensor_spec, num_outputs> out{};
+  static constexpr std::array<tensor_spec, ok ? num_outputs : 1> outputs = [] {
+    std::array<tensor_spec, ok ? num_outputs : 1> out{};
     if constexpr (ok)
       for (std::size_t k = 0; k < num_outputs; ++k) out[k] = *infer(Op, std::span<const tensor_spec>(inputs), k);
     return out;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <boost/hana/for_each.hpp>
 
@@ -74,6 +75,16 @@ class runtime_op {
   // The spec of output `output` (0 to num_outputs() - 1) for these inputs.
   result<tensor_spec> infer(std::span<const tensor_spec> inputs, std::size_t output = 0) const {
     return table_->infer(value_.get(), inputs, output);
+  }
+  // Every output's spec; the first error (output 0 is inferred first: a bad count is refused there).
+  result<std::vector<tensor_spec>> infer_outputs(std::span<const tensor_spec> inputs) const {
+    std::vector<tensor_spec> out;
+    for (std::size_t k = 0; k == 0 || k < num_outputs(); ++k) {
+      auto spec = infer(inputs, k);
+      if (!spec.ok()) return spec.status();
+      out.push_back(*spec);
+    }
+    return out;
   }
   dtype kernel_dtype(std::span<const tensor_spec> inputs, const tensor_spec& output) const {
     return table_->kernel_dtype(inputs, output);

@@ -45,6 +45,7 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
     if (!t.valid()) return errors::invalid_argument(Op::name, ": input ", i, " is an empty tensor with no storage");
     specs[i] = t.spec();
   }
+  if (auto st = check_num_outputs(o); !st.ok()) return st;
   call_result<Op> y;
   std::span<tensor> outputs;
   if constexpr (multi_output_op<Op>) {

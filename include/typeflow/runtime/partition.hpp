@@ -61,10 +61,10 @@ inline partition_plan partition(const inferred_graph& g, const std::vector<bool>
     }
     plan.partition_of[i] = p;
   }
-  std::set<std::string> added;  // names of the nodes added so far: "s/1" may be a node's name too
+  std::set<std::string> added_names;  // "_send/s/1/CPU_1" is output 1 of s, and output 0 of a node "s/1"
   auto unique_name = [&](std::string name) {
-    while (g.topology.index.count(name) || added.count(name)) name += '_';
-    added.insert(name);
+    while (g.topology.index.count(name) || added_names.count(name)) name += '_';
+    added_names.insert(name);
     return name;
   };
   // (producer, port, destination device, control?) -> the _recv's name on the destination.

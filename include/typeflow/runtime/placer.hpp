@@ -116,11 +116,9 @@ struct inferred_graph {
         return fail(errors::invalid_argument("op ", d.op, " takes ",
                                              arity == variadic ? std::string("at least 1") : std::to_string(arity), " input",
                                              arity == 1 || arity == variadic ? "" : "s", ", got ", in.size()));
-      for (std::size_t k = 0; k < op->num_outputs(); ++k) {
-        auto spec = op->infer(in, k);
-        if (!spec.ok()) return fail(spec.status());
-        g.specs[i].push_back(*spec);
-      }
+      auto specs = op->infer_outputs(in);
+      if (!specs.ok()) return fail(specs.status());
+      g.specs[i] = std::move(*specs);
       g.kernel_dtypes[i] = op->kernel_dtype(in, g.specs[i][0]);
     }
     g.def = std::move(def);

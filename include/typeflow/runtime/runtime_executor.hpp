@@ -145,7 +145,7 @@ class runtime_executor {
         n.item = i;
         n.feed = fed_item[i];
         n.output_begin = e->num_slots_;
-        n.num_outputs = static_cast<std::uint32_t>(g[i].kind == runtime_node_kind::send ? 1 : g[i].num_outputs());
+        n.num_outputs = static_cast<std::uint32_t>(g[i].num_outputs());
         e->num_slots_ += n.num_outputs;
         e->nodes_.push_back(std::move(n));
       }

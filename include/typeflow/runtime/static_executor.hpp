@@ -112,8 +112,7 @@ class static_executor {
   // shares of their ops' outputs.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
-    for (std::size_t p = 0; p < graph::size; ++p)
-      if (graph::kinds[p] == node_kind::output) s.slots[p] = tensor();
+    for (std::size_t i : graph::output_positions) s.slots[i] = tensor();
   }
 
  private:
@@ -179,24 +178,26 @@ class static_executor {
       sh[P] = env.feeds[graph::input_node_index[P]]->shape();
     } else if constexpr (node::kind == node_kind::assign) {
       sh[P] = sh[graph::input(P, 0)];
-    } else if constexpr (node::kind == node_kind::output && !graph::specs[P].dims.is_fully_defined()) {
-      constexpr std::size_t producer = graph::input(P, 0);
-      constexpr auto inputs = step_inputs<producer>();
-      std::array<tensor_spec, inputs.size()> specs;
-      for (std::size_t i = 0; i < inputs.size(); ++i) specs[i] = tensor_spec{graph::specs[inputs[i]].type, sh[inputs[i]]};
-      auto out = infer(node_at_t<producer, nodes>::op, std::span<const tensor_spec>(specs), node::port);
-      if (!out.ok()) return with_node<producer>(out.status());
-      sh[P] = out->dims;
-    } else if constexpr (node::kind != node_kind::op || graph::specs[P].dims.is_fully_defined()) {
+    } else if constexpr (graph::specs[P].dims.is_fully_defined() ||
+                         (node::kind != node_kind::op && node::kind != node_kind::output)) {
       sh[P] = graph::specs[P].dims;
+    } else if constexpr (node::kind == node_kind::output) {
+      return shape_from<graph::input(P, 0)>(sh, node::port, sh[P]);
     } else {
-      constexpr auto inputs = step_inputs<P>();
-      std::array<tensor_spec, inputs.size()> specs;
-      for (std::size_t i = 0; i < inputs.size(); ++i) specs[i] = tensor_spec{graph::specs[inputs[i]].type, sh[inputs[i]]};
-      auto out = infer(step_op<P>(), std::span<const tensor_spec>(specs));
-      if (!out.ok()) return with_node<P>(out.status());
-      sh[P] = out->dims;
+      return shape_from<P>(sh, 0, sh[P]);
     }
+    return ok_status();
+  }
+
+  // The shape of output `output` of op step P from its inputs' shapes in sh.
+  template <std::size_t P>
+  static status shape_from(const shapes& sh, std::size_t output, shape& out) {
+    constexpr auto inputs = step_inputs<P>();
+    std::array<tensor_spec, inputs.size()> specs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) specs[i] = tensor_spec{graph::specs[inputs[i]].type, sh[inputs[i]]};
+    auto spec = infer(step_op<P>(), std::span<const tensor_spec>(specs), output);
+    if (!spec.ok()) return with_node<P>(spec.status());
+    out = spec->dims;
     return ok_status();
   }
 
@@ -269,6 +270,13 @@ class static_executor {
     return true;
   }
 
+  template <std::size_t K>
+  static std::array<tensor_spec, K> specs_of(const std::array<tensor, K>& in) {
+    std::array<tensor_spec, K> specs;
+    for (std::size_t i = 0; i < K; ++i) specs[i] = in[i].spec();
+    return specs;
+  }
+
   // What an asynchronous kernel needs until it calls back.
   template <std::size_t K>
   struct async_frame {
@@ -292,23 +300,21 @@ class static_executor {
     tensor& y = s.slots[P];
     const bool in_arena = PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr;
     void* const planned_at = y.data();
-    if constexpr (spec.dims.is_fully_defined() && !inputs_known<Inputs>()) {
-      // A static output from an input with a run-time dimension (slice, top_k, a reduction over
-      // it): whether the op accepts this run's input is known only now.
-      std::array<tensor_spec, k> specs;
-      for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
-      if (auto out = infer(Op, std::span<const tensor_spec>(specs)); !out.ok()) return st = with_node<P>(out.status()), true;
+    // The output's spec: the static one when every input's shape is static too; else inferred
+    // from this run's inputs, which also checks that the op accepts them (a static output of an
+    // input with a run-time dimension: reshape to [6], top_k). An arena slot of run-time shape was
+    // inferred when its plan was made for these input shapes.
+    tensor_spec out = spec;
+    if constexpr (!inputs_known<Inputs>() || !spec.dims.is_fully_defined()) {
+      if (!in_arena || spec.dims.is_fully_defined()) {
+        const auto specs = specs_of(in);
+        auto inferred = infer(Op, std::span<const tensor_spec>(specs));
+        if (!inferred.ok()) return st = with_node<P>(inferred.status()), true;
+        out = *inferred;
+      }
     }
-    if (in_arena) {
-      // bound by bind_arena with the shape of this run
-    } else if constexpr (spec.dims.is_fully_defined()) {
-      if (st = prepare_output(device, y, spec); !st.ok()) return st = with_node<P>(st), true;
-    } else {
-      std::array<tensor_spec, k> specs;
-      for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
-      auto out = infer(Op, std::span<const tensor_spec>(specs));
-      if (!out.ok()) return st = with_node<P>(out.status()), true;
-      if (st = prepare_output(device, y, *out); !st.ok()) return st = with_node<P>(st), true;
+    if (!in_arena) {
+      if (st = prepare_output(device, y, out); !st.ok()) return st = with_node<P>(st), true;
     }
     // The plan gave this output its place in the arena; a kernel that put a view of another
     // buffer there instead would outlive that buffer's planned lifetime.
@@ -353,8 +359,7 @@ class static_executor {
     std::array<tensor, k> in;
     for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
     auto take = [&](outputs& ys) -> status {
-      std::array<tensor_spec, k> specs;
-      for (std::size_t i = 0; i < k; ++i) specs[i] = in[i].spec();
+      const auto specs = specs_of(in);
       for (std::size_t o = 0; o < n; ++o) {
         ys[o] = std::move(s.slots[graph::output_slot(P, o)]);
         auto spec = inputs_known<Inputs>() && static_specs[o].dims.is_fully_defined()
