@@ -8,6 +8,11 @@
 //   tf::copy 64 MiB CPU:0 -> CPU:1                  vs new float[] + std::memcpy of 64 MiB
 //   MLP 784-1024-1024-10, batch 64, layer 1 on CPU:0 and layers 2-3 on CPU:1
 //                                                   vs the same graph on CPU:0
+// and the same for static graphs on a device_group(cpu, thread_pool), where a transfer is a
+// compile-time node (tf::on<D>):
+//   static chain of 64 neg, each node on the other device than its input
+//                                                   vs the chain with no placement (unfused both)
+//   static MLP batch 64, layers 2-3 on<thread_pool> vs the MLP with no placement
 // No GPU here: a GPU's transfers are the CUDA issue's benchmarks.
 #include <cstdio>
 #include <cstring>
@@ -142,6 +147,95 @@ void bench_split_mlp(tf::bench::harness& h, tf::device_set<tf::cpu, tf::thread_p
             [&] { keep(local->run(feeds, fetches)); }, 11, 0.5);
 }
 
+// Static graphs: neg N times, node k on thread_pool when k is odd, on cpu when even.
+template <int N, class X>
+constexpr auto crossing_chain(X in) {
+  if constexpr (N == 0) return in;
+  else if constexpr (N % 2) return crossing_chain<N - 1>(tf::on<tf::thread_pool>(tf::neg(in)));
+  else return crossing_chain<N - 1>(tf::on<tf::cpu>(tf::neg(in)));
+}
+template <int N, class X>
+constexpr auto local_chain(X in) {
+  if constexpr (N == 0) return in;
+  else return local_chain<N - 1>(tf::neg(in));
+}
+
+template <class A, class B>
+void require_same_static(const A& a, const B& b, const char* what) {
+  if (!a.ok() || !b.ok()) {
+    std::fprintf(stderr, "bench_devices: %s: a run failed\n", what);
+    std::exit(1);
+  }
+  const tf::tensor& x = std::get<0>(*a);
+  const tf::tensor& y = std::get<0>(*b);
+  if (x.bytes() != y.bytes() || std::memcmp(x.data(), y.data(), x.bytes()) != 0) {
+    std::fprintf(stderr, "bench_devices: %s: the two runs disagree\n", what);
+    std::exit(1);
+  }
+}
+
+void bench_static(tf::bench::harness& h, tf::cpu& c0, tf::thread_pool& c1) {
+  using tf::static_shape;
+  constexpr int n = 64;
+  constexpr auto x = tf::input<"x", float, static_shape<1>>;
+  constexpr auto crossing = crossing_chain<n>(x);
+  constexpr auto local = local_chain<n>(x);
+  using crossing_graph = decltype(tf::graph(crossing));
+  using local_graph = decltype(tf::graph(local));
+  using group = tf::device_group<tf::cpu, tf::thread_pool>;
+  tf::session<crossing_graph, group, tf::default_registry, false> across(crossing_graph{}, group(c0, c1));
+  tf::session<local_graph, tf::cpu, tf::default_registry, false> alone(local_graph{}, c0);
+  const tf::tensor xt = *tf::tensor::filled<float>(tf::shape{1}, 0.5f);
+  require_same_static(across.run(tf::feed(x, xt), tf::fetch(crossing)), alone.run(tf::feed(x, xt), tf::fetch(local)),
+                      "static chain");
+  auto r = h.compare("static chain of 64 neg, each edge across", "the chain with no placement",
+                     [&] { keep(across.run(tf::feed(x, xt), tf::fetch(crossing))); },
+                     [&] { keep(alone.run(tf::feed(x, xt), tf::fetch(local))); }, 11, 0.5, "ns/node", n);
+  std::printf("  (a static transfer between two host devices: %.1f ns more than a local edge)\n",
+              r.typeflow - r.baseline);
+
+  constexpr auto in = tf::input<"x", float, static_shape<64, 784>>;
+  constexpr auto w1 = tf::variable<"w1", float, static_shape<784, 1024>>;
+  constexpr auto b1 = tf::variable<"b1", float, static_shape<1024>>;
+  constexpr auto w2 = tf::variable<"w2", float, static_shape<1024, 1024>>;
+  constexpr auto b2 = tf::variable<"b2", float, static_shape<1024>>;
+  constexpr auto w3 = tf::variable<"w3", float, static_shape<1024, 10>>;
+  constexpr auto b3 = tf::variable<"b3", float, static_shape<10>>;
+  constexpr auto h1 = tf::relu(tf::bias_add(tf::matmul(in, w1), b1));
+  constexpr auto split_y =
+      tf::softmax(tf::bias_add(tf::matmul(tf::relu(tf::on<tf::thread_pool>(tf::bias_add(tf::matmul(h1, w2), b2))), w3), b3));
+  constexpr auto local_y = tf::softmax(tf::bias_add(tf::matmul(tf::relu(tf::bias_add(tf::matmul(h1, w2), b2)), w3), b3));
+  using split_graph = decltype(tf::graph(split_y));
+  using local_mlp = decltype(tf::graph(local_y));
+  tf::session split(split_graph{}, group(c0, c1));
+  tf::session one(local_mlp{}, c0);
+  unsigned seed = 7;
+  auto fill = [&](tf::shape s) {
+    auto t = *tf::tensor::allocate(tf::dtype::f32, s);
+    for (float& v : *t.values<float>()) v = static_cast<float>((seed = seed * 1103515245u + 12345u) >> 16 & 0xff) / 2550.f - 0.05f;
+    return t;
+  };
+  const tf::tensor xt64 = fill(tf::shape{64, 784});
+  auto init = [&](auto& s) {
+    const tf::tensor ws[] = {fill(tf::shape{784, 1024}), fill(tf::shape{1024}), fill(tf::shape{1024, 1024}),
+                             fill(tf::shape{1024}), fill(tf::shape{1024, 10}), fill(tf::shape{10})};
+    seed = 11;  // the same weights in both sessions
+    if (!s.initialize(w1, ws[0]).ok() || !s.initialize(b1, ws[1]).ok() || !s.initialize(w2, ws[2]).ok() ||
+        !s.initialize(b2, ws[3]).ok() || !s.initialize(w3, ws[4]).ok() || !s.initialize(b3, ws[5]).ok()) {
+      std::fprintf(stderr, "bench_devices: static MLP: initializing failed\n");
+      std::exit(1);
+    }
+  };
+  seed = 11;
+  init(split);
+  init(one);
+  require_same_static(split.run(tf::feed(in, xt64), tf::fetch(split_y)), one.run(tf::feed(in, xt64), tf::fetch(local_y)),
+                      "static split MLP");
+  h.compare("static MLP batch 64, layers 2-3 on thread_pool", "the static MLP on cpu",
+            [&] { keep(split.run(tf::feed(in, xt64), tf::fetch(split_y))); },
+            [&] { keep(one.run(tf::feed(in, xt64), tf::fetch(local_y))); }, 11, 0.5);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,5 +248,6 @@ int main(int argc, char** argv) {
   bench_transfers(h, set, c0);
   bench_copy(h, c0, c1);
   bench_split_mlp(h, set);
+  bench_static(h, c0, c1);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <typeflow/device/cpu.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/device_group.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/graph/attr_value.hpp>
 #include <typeflow/graph/expr.hpp>

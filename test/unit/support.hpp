@@ -106,6 +106,13 @@ void require_error(const R& r, status_code code, const std::string& fragment) {
   REQUIRE(std::string(r.status().message()).find(fragment) != std::string::npos);
 }
 
+inline void require_error(const status& st, status_code code, const std::string& fragment) {
+  INFO("status: " << st.to_string());
+  REQUIRE_FALSE(st.ok());
+  REQUIRE(st.code() == code);
+  REQUIRE(std::string(st.message()).find(fragment) != std::string::npos);
+}
+
 // Row-major strides of a shape, for references that index N-d tensors by hand.
 inline std::vector<std::int64_t> strides_of(const shape& s) {
   std::vector<std::int64_t> st(s.rank(), 1);

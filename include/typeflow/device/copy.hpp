@@ -26,6 +26,26 @@ namespace typeflow {
 
 using tensor_done = std::function<void(status, tensor)>;
 
+// Copies `src` (a tensor of device `from`, or of host memory) into `dst` (one of device `to`, or of
+// host memory; allocated, of src's dtype and shape) by the table above; done(status) once, from any
+// thread. Both tensors stay valid until then. What copy_async and a static graph's transfers do.
+template <device_policy From, device_policy To>
+void copy_into_async(const tensor& src, From& from, tensor& dst, To& to, copy_done done) {
+  const bool src_host = src.space().host_accessible(), dst_host = dst.space().host_accessible();
+  if (src_host && dst_host) return copy_host_bytes(src, dst, done);
+  if (src_host) return to.copy_from_host(src, dst, std::move(done));
+  if (dst_host) return from.copy_to_host(src, dst, std::move(done));
+  if (static_cast<const void*>(&from) == static_cast<const void*>(&to)) return from.copy_within(src, dst, std::move(done));
+  // Neither side reads the other's memory: through the host.
+  auto staging = tensor::allocate(src.dtype(), src.shape());
+  if (!staging.ok()) return done(staging.status());
+  auto host = std::make_shared<tensor>(std::move(*staging));
+  from.copy_to_host(src, *host, [host, &dst, &to, done = std::move(done)](status st) {
+    if (!st.ok()) return done(std::move(st));
+    to.copy_from_host(*host, dst, [host, done](status st2) { done(std::move(st2)); });
+  });
+}
+
 template <device_policy From, device_policy To>
 void copy_async(const tensor& t, From& from, To& to, tensor_done done) {
   auto context = [&] { return detail::cat("copy of ", t.spec(), " from ", from.name(), " to ", to.name()).str(); };
@@ -38,22 +58,9 @@ void copy_async(const tensor& t, From& from, To& to, tensor_done done) {
   if (!dst.ok()) return done(dst.status().with_context(context()), tensor());
   // The destination lives in the callback until the copy is done.
   auto out = std::make_shared<tensor>(std::move(*dst));
-  auto finish = [out, done, context = context()](status st) {
+  copy_into_async(t, from, *out, to, [out, done, context = context()](status st) {
     if (!st.ok()) return done(st.with_context(context), tensor());
     done(ok_status(), std::move(*out));
-  };
-  const bool src_host = t.space().host_accessible(), dst_host = out->space().host_accessible();
-  if (src_host && dst_host) return copy_host_bytes(t, *out, finish);
-  if (src_host) return to.copy_from_host(t, *out, finish);
-  if (dst_host) return from.copy_to_host(t, *out, finish);
-  if (static_cast<const void*>(&from) == static_cast<const void*>(&to)) return from.copy_within(t, *out, finish);
-  // Neither side reads the other's memory: through the host.
-  auto staging = tensor::allocate(t.dtype(), t.shape());
-  if (!staging.ok()) return done(staging.status().with_context(context()), tensor());
-  auto host = std::make_shared<tensor>(std::move(*staging));
-  from.copy_to_host(t, *host, [host, out, finish, &to](status st) {
-    if (!st.ok()) return finish(st);
-    to.copy_from_host(*host, *out, [host, finish](status st2) { finish(std::move(st2)); });
   });
 }
 

@@ -25,6 +25,7 @@
 #include <typeflow/core/detail/fixed_string.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/device/device.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/ops/array.hpp>
@@ -43,6 +44,7 @@ template <class... Nodes>
 struct expr<node_list<Nodes...>> {
   using nodes = node_list<Nodes...>;
   using node = typename decltype((std::type_identity<Nodes>{}, ...))::type;  // the last
+  using device = device_of_node<node>;  // default_device: the session's first
   static constexpr std::uint64_t id = node_id<node>;
   static constexpr tensor_spec spec = node::spec;
   static constexpr dtype type = spec.type;
@@ -131,6 +133,70 @@ struct merge_all<A, B, Rest...> {
 template <class List, class Node>
 using append_node = decltype(List{} + node_list<Node>{});
 
+// Node on device type D (itself on default_device).
+template <class D, class Node>
+using place = std::conditional_t<std::is_same_v<D, default_device>, Node, placed_node<D, Node>>;
+
+// The device a node made from these inputs runs on: the first placed input's, else the default.
+template <class... In>
+struct device_for {
+  using type = default_device;
+};
+template <class E, class... Rest>
+struct device_for<E, Rest...> {
+  using type = std::conditional_t<std::is_same_v<typename E::device, default_device>,
+                                  typename device_for<Rest...>::type, typename E::device>;
+};
+
+template <class Node, bool Moved>
+struct source_device_of {
+  using type = device_of_node<Node>;
+};
+template <class Node>
+struct source_device_of<Node, true> {
+  using type = typename Node::source_device;
+};
+
+// Node Node (id Id, in list Nodes) as read on device D: `id` is the node to read and `nodes` the
+// list that holds it. The node itself when it is on D; else a transfer of its value to D, from
+// its source when it is a transfer already (never a copy of a copy).
+template <class D, class Nodes, std::uint64_t Id, class Node>
+struct read_on {
+  static constexpr bool moved = Node::kind == node_kind::transfer;
+  static constexpr std::uint64_t source = [] {
+    if constexpr (moved) return Node::inputs[0];
+    else return Id;
+  }();
+  using source_device = typename source_device_of<Node, moved>::type;
+  static constexpr bool here = std::is_same_v<source_device, D>;
+  using transfer = transfer_node<D, source, Node::spec, source_device>;
+  static constexpr std::uint64_t id = here ? source : node_id<transfer>;
+  using nodes = std::conditional_t<here, Nodes, append_node<Nodes, transfer>>;
+};
+template <class D, expression E>
+using read_expr_on = read_on<D, typename E::nodes, E::id, typename E::node>;
+
+// The node at position I of list Nodes, and the list without its last node.
+template <class Nodes, std::uint64_t Id>
+using node_with_id = node_at_t<position_of<Nodes, Id>, Nodes>;
+template <class Nodes, class Is = std::make_index_sequence<Nodes::size - 1>>
+struct drop_last;
+template <class Nodes, std::size_t... Is>
+struct drop_last<Nodes, std::index_sequence<Is...>> {
+  using type = node_list<node_at_t<Is, Nodes>...>;
+};
+
+// An op node moved to device D: its inputs read on D.
+template <class D, class Nodes, class Node>
+struct op_on;
+template <class D, class Nodes, auto Op, tensor_spec Spec, std::uint64_t... In>
+struct op_on<D, Nodes, op_node<Op, Spec, In...>> {
+  template <std::uint64_t I>
+  using input = read_on<D, Nodes, I, node_with_id<Nodes, I>>;
+  using node = place<D, op_node<Op, Spec, input<In>::id...>>;
+  using nodes = append_node<typename merge_all<Nodes, typename input<In>::nodes...>::type, node>;
+};
+
 }  // namespace detail
 
 namespace literals {
@@ -152,8 +218,10 @@ constexpr auto apply(In...) {
                 "typeflow::apply<Op>: this op has several outputs; apply_outputs<Op>(inputs...) gives each as an "
                 "expression: auto [values, indices] = tf::apply_outputs<tf::ops::top_k{.k = 5}>(x)");
   constexpr tensor_spec out = static_infer_specs<Op, In::spec...>::value;
-  using node = op_node<Op, out, In::id...>;
-  return expr<detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>>{};
+  using device = typename detail::device_for<In...>::type;
+  using node = detail::place<device, op_node<Op, out, detail::read_expr_on<device, In>::id...>>;
+  return expr<detail::append_node<typename detail::merge_all<typename detail::read_expr_on<device, In>::nodes...>::type,
+                                  node>>{};
 }
 
 // An op with several outputs applied to expressions: a std::tuple of one expression per output,
@@ -163,11 +231,35 @@ template <auto Op, expression... In>
   requires multi_output_op<decltype(Op)>
 constexpr auto apply_outputs(In...) {
   using inferred = static_infer_specs<Op, In::spec...>;
-  using node = op_node<Op, inferred::value, In::id...>;
-  using nodes = detail::append_node<typename detail::merge_all<typename In::nodes...>::type, node>;
+  using device = typename detail::device_for<In...>::type;
+  using node = detail::place<device, op_node<Op, inferred::value, detail::read_expr_on<device, In>::id...>>;
+  using nodes =
+      detail::append_node<typename detail::merge_all<typename detail::read_expr_on<device, In>::nodes...>::type, node>;
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return std::tuple<expr<detail::append_node<nodes, output_node<node_id<node>, K, inferred::outputs[K]>>>...>{};
+    return std::tuple<expr<
+        detail::append_node<nodes, detail::place<device, output_node<node_id<node>, K, inferred::outputs[K]>>>>...>{};
   }(std::make_index_sequence<inferred::outputs.size()>{});  // one when inference failed: no flood after the message
+}
+
+// The expression on device type D (TensorFlow's tf.device), where its node runs: an op runs on D
+// and reads its inputs there (a transfer_node for each input on another device); an input,
+// variable or constant lives on D (a fed tensor is copied there, a variable is kept there); an
+// output of an op with several, an assign or a transfer gives a copy of its value on D. Nodes
+// made from placed expressions run on their first placed input's device:
+//   constexpr auto h = tf::on<tf::thread_pool>(tf::relu(tf::matmul(x, w1)));   // h's matmul stays
+//   constexpr auto y = tf::softmax(tf::matmul(h, w2));                         // on thread_pool
+template <device_policy D, expression E>
+constexpr auto on(E) {
+  using node = unplaced_node_t<typename E::node>;
+  if constexpr (node::kind == node_kind::op) {
+    using moved = detail::op_on<D, typename detail::drop_last<typename E::nodes>::type, node>;
+    return expr<typename moved::nodes>{};
+  } else if constexpr (node::kind == node_kind::input || node::kind == node_kind::variable ||
+                       node::kind == node_kind::constant) {
+    return expr<node_list<placed_node<D, node>>>{};
+  } else {
+    return expr<typename detail::read_expr_on<D, E>::nodes>{};
+  }
 }
 
 // The value of `value` stored into variable `var` when this node runs; its dtype and shape must
@@ -181,15 +273,16 @@ constexpr auto assign(Var, Value) {
                                      ", the variable is ", Var::spec);
                 }>::value>::value,
                 "typeflow::assign(var, value): the value's dtype and shape must be the variable's");
-  using node = assign_node<Var::id, Value::id, Var::spec>;
-  return expr<detail::append_node<merge_nodes<typename Value::nodes, typename Var::nodes>, node>>{};
+  using value = detail::read_expr_on<typename Var::device, Value>;  // stored where the variable lives
+  using node = detail::place<typename Var::device, assign_node<Var::id, value::id, Var::spec>>;
+  return expr<detail::append_node<merge_nodes<typename value::nodes, typename Var::nodes>, node>>{};
 }
 
 namespace detail {
 
 // The constant expression of a scalar_constant, in the dtype of the expression beside it.
 template <class Scalar, expression Other>
-using constant_for = expr<node_list<constant_node<Scalar::value, Other::type>>>;
+using constant_for = expr<node_list<place<typename Other::device, constant_node<Scalar::value, Other::type>>>>;
 
 template <class T>
 inline constexpr bool is_scalar_constant = false;

@@ -15,7 +15,8 @@
 //
 // What is not planned keeps its own buffer in the state, reused while its shape is unchanged and
 // the caller holds no result sharing it: fetched tensors (they leave the run), assigned values,
-// the outputs of an op with several (split, top_k).
+// the outputs of an op with several (split, top_k), nodes placed on a device (the arena is the
+// session's first device's) and values a transfer reads (it may share them with another device).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -69,12 +70,13 @@ struct static_memory_plan {
 
   // Nodes that live in the arena when their size is not zero.
   static constexpr std::array<bool, size> plannable = [] {
-    std::array<bool, size> read_by_assign{};
+    std::array<bool, size> kept{};  // read by an assign (kept by the variable) or a transfer (may be shared)
     for (std::size_t p : Plan::steps)
-      if (graph::kinds[p] == node_kind::assign) read_by_assign[graph::input(p, 0)] = true;
+      if (graph::kinds[p] == node_kind::assign || graph::kinds[p] == node_kind::transfer) kept[graph::input(p, 0)] = true;
     std::array<bool, size> a{};
     for (std::size_t p : Plan::steps)
-      a[p] = graph::kinds[p] == node_kind::op && !graph::multi_output[p] && !Plan::fetched[p] && !read_by_assign[p];
+      a[p] = graph::kinds[p] == node_kind::op && !graph::placed[p] && !graph::multi_output[p] && !Plan::fetched[p] &&
+             !kept[p];
     return a;
   }();
   static constexpr std::size_t num_plannable = [] {

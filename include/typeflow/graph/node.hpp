@@ -10,6 +10,10 @@
 //   op_node<ops::matmul{}, spec, id_x, id_w>         an op applied to other nodes
 //   assign_node<id_w, id_value>                      stores a value into a variable
 //   output_node<id_topk, 1, spec>                    output 1 of a node with several (top_k's indices)
+//   placed_node<thread_pool, Node>                   Node on device type thread_pool (tf::on<D>)
+//   transfer_node<thread_pool, id_x, spec, cpu>      node x's value, on cpu, on thread_pool (a send/recv)
+// A node that is not a placed_node or a transfer_node is on default_device: the first device of
+// the session that runs it.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -27,7 +31,7 @@
 
 namespace typeflow {
 
-enum class node_kind : std::uint8_t { input, variable, constant, op, assign, output };
+enum class node_kind : std::uint8_t { input, variable, constant, op, assign, output, transfer };
 
 constexpr std::string_view to_string(node_kind k) noexcept {
   switch (k) {
@@ -37,6 +41,7 @@ constexpr std::string_view to_string(node_kind k) noexcept {
     case node_kind::op: return "op";
     case node_kind::assign: return "assign";
     case node_kind::output: return "output";
+    case node_kind::transfer: return "transfer";
   }
   return "?";
 }
@@ -57,6 +62,15 @@ constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 146959810393
     h *= 1099511628211ull;
   }
   return h;
+}
+
+// The name of type T as the compiler spells it ("typeflow::thread_pool"), for messages.
+template <class T>
+constexpr std::string_view type_name() noexcept {
+  constexpr std::string_view s = type_spelling<T>();
+  constexpr std::size_t begin = s.find("T = ") + 4;
+  constexpr std::size_t end = s.find_first_of(";]", begin);
+  return s.substr(begin, end - begin);
 }
 
 }  // namespace detail
@@ -136,6 +150,60 @@ struct output_node {
   static constexpr std::uint64_t inputs[2] = {Node, 0};
   static constexpr std::size_t num_inputs = 1;
 };
+
+// The device type of a node that is not placed: the first device of the session that runs it.
+struct default_device {
+  static constexpr std::string_view device_type = "default";
+};
+
+// Node on device type D: everything of Node (its kind, op, spec and inputs) and the device. A
+// different type from Node, so the same op on two devices is two nodes.
+template <class D, class Node>
+struct placed_node : Node {
+  using device = D;
+  using unplaced = Node;
+};
+
+// The value of node Src on device type D: a copy between the devices' memory spaces when they
+// differ, the same tensor when both are host memory or the session gives both one device (the
+// static graph's send/recv, keyed by its position, never by a string).
+template <class D, std::uint64_t Src, tensor_spec Spec, class From>
+struct transfer_node {
+  using device = D;
+  using source_device = From;
+  static constexpr node_kind kind = node_kind::transfer;
+  static constexpr std::string_view name = "transfer";
+  static constexpr tensor_spec spec = Spec;
+  static constexpr std::uint64_t inputs[2] = {Src, 0};
+  static constexpr std::size_t num_inputs = 1;
+};
+
+namespace detail {
+template <class Node>
+struct node_device {
+  using type = default_device;
+};
+template <class Node>
+  requires requires { typename Node::device; }
+struct node_device<Node> {
+  using type = typename Node::device;
+};
+template <class Node>
+struct unplaced_node {
+  using type = Node;
+};
+template <class D, class Node>
+struct unplaced_node<placed_node<D, Node>> {
+  using type = Node;
+};
+}  // namespace detail
+
+// The device type a node runs on (default_device: the session's first).
+template <class Node>
+using device_of_node = typename detail::node_device<Node>::type;
+// A node without its placement (placed_node<D, N> -> N).
+template <class Node>
+using unplaced_node_t = typename detail::unplaced_node<Node>::type;
 
 // How many outputs a node has (an op_node may have several), whether it is an op of a
 // multi_output_op type (its readers are output nodes, however many outputs this one has), and which

@@ -41,8 +41,8 @@ inline constexpr bool fusable_node<op_node<Op, Spec, In...>> =
 template <class List>
 struct fusable_nodes;
 template <class... Nodes>
-struct fusable_nodes<node_list<Nodes...>> {
-  static constexpr std::array<bool, sizeof...(Nodes)> value{fusable_node<Nodes>...};
+struct fusable_nodes<node_list<Nodes...>> {  // a placed node as its op: a group never spans devices (transfers part them)
+  static constexpr std::array<bool, sizeof...(Nodes)> value{fusable_node<unplaced_node_t<Nodes>>...};
 };
 
 // How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <typeflow/core/detail/format.hpp>
@@ -48,6 +49,10 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::array<std::size_t, size> num_outputs{num_outputs_of_node<Nodes>()...};
   static constexpr std::array<bool, size> multi_output{is_multi_output_node<Nodes>()...};
   static constexpr std::array<std::size_t, size> ports{port_of_node<Nodes>()...};  // output nodes: which output
+  // Where each node runs: placed (tf::on<D>) or a transfer, on that device type; else on the
+  // session's first device ("default").
+  static constexpr std::array<bool, size> placed{!std::is_same_v<device_of_node<Nodes>, default_device>...};
+  static constexpr std::array<std::string_view, size> device_types{device_of_node<Nodes>::device_type...};
 
   // Where a run keeps each node's tensors: node p's (first) output in slot p; outputs 1.. of a node
   // with several in slots after the nodes', in node order. output_slot(p, k) is output k of node p.
@@ -140,6 +145,16 @@ struct static_graph<node_list<Nodes...>> {
     return o;
   }();
 
+  // The transfers: those that share their source are let go when a run ends.
+  static constexpr std::size_t num_transfers = (std::size_t{0} + ... + (Nodes::kind == node_kind::transfer));
+  static constexpr std::array<std::size_t, num_transfers> transfer_positions = [] {
+    std::array<std::size_t, num_transfers> o{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < size; ++i)
+      if (kinds[i] == node_kind::transfer) o[k++] = i;
+    return o;
+  }();
+
   // "3: add(1, 2) -> f32[?, 10]" per line.
   static std::string describe() {
     detail::text t;
@@ -168,7 +183,7 @@ struct static_graph<node_list<Nodes...>> {
     }
   }
 
-  // "2: matmul(0, 1) -> f32[?, 3]"
+  // "2: matmul(0, 1) -> f32[?, 3]", and " on TEST" for a node placed on a device type"
   static void append_node(detail::text& t, std::size_t i) {
     detail::append_int(t, static_cast<std::int64_t>(i));
     t.append(": ");
@@ -183,6 +198,10 @@ struct static_graph<node_list<Nodes...>> {
     }
     t.append(" -> ");
     specs[i].append_to(t);
+    if (placed[i]) {
+      t.append(" on ");
+      t.append(device_types[i]);
+    }
   }
 
   // Graphviz: one node per graph node (op and spec), one edge per input.
@@ -195,6 +214,10 @@ struct static_graph<node_list<Nodes...>> {
       append_label(t, i);
       t.append("\\n");
       specs[i].append_to(t);
+      if (placed[i]) {
+        t.append(" on ");
+        t.append(device_types[i]);
+      }
       t.append("\"];\n");
     }
     for (std::size_t i = 0; i < size; ++i)

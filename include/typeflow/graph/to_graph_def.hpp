@@ -7,7 +7,9 @@
 //  - an op node keeps its op name and all its attributes;
 //  - an assign is refused (invalid_argument): runtime graphs have no variables to assign.
 // Op nodes are named "<op>_<position>" ("matmul_3"); inputs and variables keep their names. An
-// output node is no node of its own: its readers name its op's output ("top_k_3:1").
+// output node is no node of its own: its readers name its op's output ("top_k_3:1"). A transfer is
+// no node either: its readers name its source, and the runtime partitioner adds its own _send and
+// _recv; a node placed on a device type asks for that type ("/device:TEST").
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -29,6 +31,7 @@ std::string runtime_name_of(std::size_t p) {
   const node_kind k = Graph::kinds[p];
   if (k == node_kind::input || k == node_kind::variable) return std::string(Graph::names[p]);
   if (k == node_kind::output) return runtime_name_of<Graph>(Graph::input(p, 0)) + ":" + std::to_string(Graph::ports[p]);
+  if (k == node_kind::transfer) return runtime_name_of<Graph>(Graph::input(p, 0));
   return std::string(Graph::names[p]) + "_" + std::to_string(p);
 }
 
@@ -52,8 +55,8 @@ result<graph_def> to_graph_def(Graph) {
             n.attrs.set("dtype", node::spec.type);
             n.attrs.set("shape", shape{});
             n.attrs.set("value", node::value);
-          } else if constexpr (node::kind == node_kind::output) {
-            return;  // its readers name its op's output
+          } else if constexpr (node::kind == node_kind::output || node::kind == node_kind::transfer) {
+            return;  // its readers name its op's output, or its source
           } else if constexpr (node::kind == node_kind::assign) {
             st = errors::invalid_argument("to_graph_def: node ", Ps, " is an assign; runtime graphs hold no variables");
             return;
@@ -62,6 +65,7 @@ result<graph_def> to_graph_def(Graph) {
             n.attrs = to_attrs(node::op);
             for (std::size_t j = 0; j < node::num_inputs; ++j) n.inputs.push_back(runtime_name_of<Graph>(Graph::input(Ps, j)));
           }
+          if (Graph::placed[Ps]) n.device = "/device:" + std::string(Graph::device_types[Ps]);
           def.nodes.push_back(std::move(n));
         }(),
         ...);

@@ -13,6 +13,13 @@
 // A session made with parallel{n} runs its steps with the static parallel executor on an Eigen
 // ThreadPool of n threads (and the calling thread); its intermediates keep buffers of their own
 // instead of the memory plan's arena (runtime/static_parallel_executor.hpp).
+// Across devices: a graph whose nodes are placed on device types (tf::on<D>) runs on a
+// device_group with one device of each type; nodes that are not placed run on its first.
+//   tf::session s(g, tf::device_group(host, pool));
+//   tf::session p(g, tf::device_group(host, pool), tf::parallel{2});   // the devices' steps at once
+// Feeds are copied to their input's device, variables are kept on theirs (initialize copies the
+// value there; value_of gives it there), and a fetch on a device whose memory the host cannot read
+// is copied to the host. A node placed on a type the group lacks is a compile error naming it.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -34,7 +41,9 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/eigen_thread_pool.hpp>
 #include <typeflow/core/typed_tensor.hpp>
+#include <typeflow/device/copy.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/device/device_group.hpp>
 #include <typeflow/graph/expr.hpp>
 #include <typeflow/graph/plan.hpp>
 #include <typeflow/graph/static_graph.hpp>
@@ -100,24 +109,31 @@ struct parallel {
 // own instead of the compile-time memory plan's arena (both exist to compare and test against).
 // Parallel = true runs the steps with the static parallel executor (made by session(g, device,
 // parallel{n})); PlanMemory does not apply to it.
-template <class Graph, device_policy Device, class Registry = default_registry, bool Fuse = true,
+template <class Graph, static_devices Device, class Registry = default_registry, bool Fuse = true,
           bool PlanMemory = true, bool Parallel = false>
 class session {
+  using group = device_group_t<Device>;
+
  public:
   using graph_type = Graph;
   using state = static_state<Graph::num_slots, Graph::num_input_nodes>;
 
-  session(Graph, Device& device) requires(!Parallel) : device_(&device), variables_(Graph::num_variables) {}
-  session(Graph, Device& device, parallel p) requires Parallel : device_(&device), variables_(Graph::num_variables) {
-    auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");
-    if (pool.ok()) pool_ = std::move(*pool);
-    else init_ = pool.status();
+  // One device policy, or a device_group (its first device runs what is not placed).
+  session(Graph, Device& device) requires(!Parallel && device_policy<Device>) : session(as_device_group(device)) {}
+  session(Graph, const Device& devices) requires(!Parallel && detail::is_device_group<Device>) : session(devices) {}
+  session(Graph, Device& device, parallel p) requires(Parallel && device_policy<Device>) : session(as_device_group(device)) {
+    make_pool(p);
+  }
+  session(Graph, const Device& devices, parallel p) requires(Parallel && detail::is_device_group<Device>)
+      : session(devices) {
+    make_pool(p);
   }
   // Why the session cannot run (a parallel session whose pool could not be made), else ok.
   const status& init_status() const noexcept { return init_; }
 
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
   // (tensor::borrow) is copied, since the session cannot know how long it stays valid.
+  // A variable placed on a device keeps its value there: a host value is copied to it.
   template <expression Var>
   status initialize(Var, const tensor& value) {
     constexpr std::size_t p = Graph::template position<Var>();
@@ -126,8 +142,10 @@ class session {
       return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
                                       ", the variable is ", Graph::specs[p]);
     if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
-    if (value.owns_buffer()) {
-      variables_.write(Graph::variable_index[p], value);
+    auto placed = wait_for_tensor([&](tensor_done done) { to_device_async(value, device_of<p>(), std::move(done)); });
+    if (!placed.ok()) return placed.status().with_context(detail::cat("variable '", Graph::names[p], "'").view());
+    if (placed->owns_buffer()) {
+      variables_.write(Graph::variable_index[p], std::move(*placed));
     } else {
       auto copy = value.clone();
       if (!copy.ok()) return std::move(copy).take_status();
@@ -146,7 +164,7 @@ class session {
     return initialize(v, *t);
   }
 
-  // The current value of a variable.
+  // The current value of a variable, on the variable's device.
   template <expression Var>
   result<tensor> value_of(Var) const {
     constexpr std::size_t p = Graph::template position<Var>();
@@ -182,6 +200,53 @@ class session {
   }
 
  private:
+  explicit session(const group& devices) : devices_(devices), variables_(Graph::num_variables) {
+    static_assert(unknown_device() == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = unknown_device();
+                    if constexpr (u == Graph::size) return detail::text();
+                    else
+                      return detail::cat("session: node ", u, " (", Graph::names[u], ") is placed on ",
+                                         Graph::device_types[u], " (",
+                                         detail::type_name<device_of_node<node_at_t<u, typename Graph::nodes>>>(),
+                                         "), which is not among the session's devices: ", group::describe().view(),
+                                         "; give the session a tf::device_group with a device of that type");
+                  }>::value>::value,
+                  "session: every device type the graph places nodes on must be among the session's devices");
+  }
+  void make_pool(parallel p) {
+    auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");
+    if (pool.ok()) pool_ = std::move(*pool);
+    else init_ = pool.status();
+  }
+
+  // The position of node P's device in the group (group::size when the group has none of its type:
+  // the constructor reports it, and the first device stands in so that no other error follows).
+  template <std::size_t P>
+  static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, typename Graph::nodes>>>;
+  template <std::size_t P>
+  static constexpr std::size_t device_index = group_index<P> < group::size ? group_index<P> : 0;
+  static constexpr std::size_t unknown_device() {
+    return []<std::size_t... Ps>(std::index_sequence<Ps...>) {
+      std::size_t first = Graph::size;
+      ((first = first == Graph::size && group_index<Ps> == group::size ? Ps : first), ...);
+      return first;
+    }(std::make_index_sequence<Graph::size>{});
+  }
+  template <std::size_t P>
+  auto& device_of() {
+    return devices_.template get<device_index<P>>();
+  }
+
+  // A fetched tensor in memory the host cannot read becomes a host copy.
+  template <std::size_t P>
+  status fetch_to_host(tensor& t) {
+    if (t.space().host_accessible()) return ok_status();
+    auto host = wait_for_tensor([&](tensor_done done) { to_host_async(t, device_of<P>(), std::move(done)); });
+    if (!host.ok()) return host.status().with_context(detail::cat("fetch of node ", P, " (", Graph::names[P], ")").view());
+    t = std::move(*host);
+    return ok_status();
+  }
+
   template <class... Args>
   static constexpr auto fetch_positions() {
     std::array<std::size_t, (std::size_t{0} + ... + detail::is_fetch<Args>)> f{};
@@ -305,11 +370,12 @@ class session {
     (void)((st = bind_feed(args, feeds), st.ok()) && ...);
     if (!st.ok()) return st;
 
-    using executor = static_executor<Plan, Device, Registry, PlanMemory && !Parallel>;
+    using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
     std::unique_ptr<state> s = acquire();
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
-    if constexpr (Parallel) st = static_parallel_executor<Plan, Device, Registry>::run(*device_, *pool_, *s, env);
-    else st = executor::run(*device_, *s, env);
+    if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
+    else st = executor::run(devices_, *s, env);
+    (void)((st.ok() && (st = fetch_to_host<Plan::fetches[Fs]>(s->slots[Plan::fetches[Fs]]), st.ok())) && ...);
     if (!st.ok()) {
       executor::release_leaves(*s);
       release(std::move(s));
@@ -338,7 +404,7 @@ class session {
     states_.push_back(std::move(s));
   }
 
-  Device* device_;
+  group devices_;
   variable_store variables_;
   std::unique_ptr<Eigen::ThreadPool> pool_;  // the inter-op threads of a parallel session
   status init_;
@@ -348,5 +414,7 @@ class session {
 
 template <class Graph, device_policy Device>
 session(Graph, Device&, parallel) -> session<Graph, Device, default_registry, true, true, true>;
+template <class Graph, class... Ds>
+session(Graph, device_group<Ds...>, parallel) -> session<Graph, device_group<Ds...>, default_registry, true, true, true>;
 
 } // namespace typeflow

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// static_executor<Plan, Device, Registry>: runs a static plan's steps in their compile-time order
+// static_executor<Plan, Devices, Registry>: runs a static plan's steps in their compile-time order
 // as straight-line code: one kernel call per step, chosen at compile time, with no virtual call,
 // no std::function and no per-node heap allocation once a state's buffers are sized.
 // Intermediates with static shapes live in the state's arena at the offsets of the plan's
@@ -10,6 +10,10 @@
 // (static_graph::output_slot); a session keeps a pool of states, so runs on several threads never
 // share one. An output node takes a share of the tensor its op wrote, for its readers and fetches,
 // and lets it go when the run ends, so the next run's op writes into the same buffer again.
+// Devices is one device policy or a device_group: each step runs on its node's device (the kernel
+// of that policy type, chosen at compile time), the arena is the first device's, and a transfer
+// step gives its reader the value on the reader's device: the same tensor when both devices read
+// host memory, else a copy through the policies into a buffer of its own, reused from run to run.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -23,6 +27,8 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/device/copy.hpp>
+#include <typeflow/device/device_group.hpp>
 #include <typeflow/graph/memory_plan.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
@@ -52,26 +58,47 @@ struct static_environment {
 
 // PlanMemory = false gives every output a buffer of its own (no arena, no forwarding): the
 // reference the memory plan is tested against.
-template <class Plan, class Device, class Registry, bool PlanMemory = true>
+template <class Plan, static_devices Devices, class Registry, bool PlanMemory = true>
 class static_executor {
   using graph = typename Plan::graph_type;
   using nodes = typename graph::nodes;
+  using group = device_group_t<Devices>;
 
  public:
   using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
 
-  static status run(Device& device, state& s, const static_environment& env) {
+  // The device of node P: its position in the group, and its policy type. (A type the group lacks
+  // is reported by run(); the first device stands in for it, so that is the only error.)
+  template <std::size_t P>
+  static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, nodes>>>;
+  template <std::size_t P>
+  static constexpr std::size_t device_index = group_index<P> < group::size ? group_index<P> : 0;
+  template <std::size_t P>
+  using device_t = typename group::template type<device_index<P>>;
+
+  // The first node the plan runs on a device type the group lacks, or graph::size.
+  static constexpr std::size_t first_unknown_device = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    std::size_t first = graph::size;
+    ((first = first == graph::size && group_index<Plan::steps[Ks]> == group::size ? Plan::steps[Ks] : first), ...);
+    return first;
+  }(std::make_index_sequence<Plan::num_steps>{});
+
+  static status run(Devices& devices, state& s, const static_environment& env) {
+    static_assert(first_unknown_device == graph::size,
+                  "typeflow: a node of this graph is placed on a device type that is not among the session's "
+                  "devices; give the session a device_group with one of that type");
+    const group g = as_device_group(devices);
     if constexpr (PlanMemory && memory::is_static && memory::static_layout.num_planned != 0) {
       if (s.bound != &memory::tag)
-        if (auto st = bind_arena(device, s, memory::static_layout, memory::static_shapes); !st.ok()) return st;
+        if (auto st = bind_arena(g, s, memory::static_layout, memory::static_shapes); !st.ok()) return st;
     } else if constexpr (PlanMemory && !memory::is_static) {
       if (s.bound != &memory::tag || !same_feeds(s, env))
-        if (auto st = plan_at_run_time(device, s, env); !st.ok()) return st;
+        if (auto st = plan_at_run_time(g, s, env); !st.ok()) return st;
     }
     return [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
       status st;
-      (void)((st = step<Plan::steps[Ks]>(device, s, env), st.ok()) && ...);
+      (void)((st = step<Plan::steps[Ks]>(g, s, env), st.ok()) && ...);
       return st;
     }(std::make_index_sequence<Plan::num_steps>{});
   }
@@ -89,12 +116,14 @@ class static_executor {
   // when its kernel is asynchronous and took `done` (a detail::step_completion), which is called
   // when it ends. done == nullptr waits for an asynchronous kernel. What a parallel executor runs.
   template <std::size_t K, class Done>
-  static bool start(Device& device, state& s, const static_environment& env, status& st, Done done) {
+  static bool start(const group& g, state& s, const static_environment& env, status& st, Done done) {
     constexpr std::size_t P = Plan::steps[K];
     if constexpr (node_at_t<P, nodes>::kind == node_kind::op) {
-      return run_op<P, step_op<P>(), step_inputs<P>()>(device, s, st, done);
+      return run_op<P, step_op<P>(), step_inputs<P>()>(g, s, st, done);
+    } else if constexpr (node_at_t<P, nodes>::kind == node_kind::transfer) {
+      return run_transfer<P>(g, s, st, done);
     } else {
-      st = step<P>(device, s, env);
+      st = step<P>(g, s, env);
       return true;
     }
   }
@@ -108,9 +137,11 @@ class static_executor {
     else return false;
   }
 
-  // Drops what a finished run must not keep: fed tensors, variable values, and the output nodes'
-  // shares of their ops' outputs.
+  // Drops what a finished run must not keep: transfers that share their source (or whose copy was
+  // fetched), fed tensors, variable values, and the output nodes' shares of their ops' outputs.
   static void release_leaves(state& s) {
+    for (std::size_t i : graph::transfer_positions)
+      if (s.slots[i].use_count() != 1) s.slots[i] = tensor();
     for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
     for (std::size_t i : graph::output_positions) s.slots[i] = tensor();
   }
@@ -121,13 +152,13 @@ class static_executor {
 
   // Points the planned slots at their offsets in the arena, which grows to the plan's size; the
   // other plannable slots are emptied (they may point into an arena of another plan).
-  static status bind_arena(Device& device, state& s, const layout& l, const shapes& sh) {
+  static status bind_arena(const group& g, state& s, const layout& l, const shapes& sh) {
     s.bound = nullptr;
     for (std::size_t p = 0; p < graph::size; ++p)
       if (!s.slots[p].owns_buffer()) s.slots[p] = tensor();
     if (s.arena.bytes() < l.arena.arena_bytes) {
       s.arena = tensor();
-      auto a = device.allocate(dtype::u8, shape{static_cast<std::int64_t>(l.arena.arena_bytes)});
+      auto a = g.template get<0>().allocate(dtype::u8, shape{static_cast<std::int64_t>(l.arena.arena_bytes)});
       if (!a.ok()) return std::move(a).take_status().with_context("allocating the memory plan's arena");
       s.arena = std::move(*a);
     }
@@ -154,7 +185,7 @@ class static_executor {
 
   // Binds the plan for the fed shapes: the one made before for them (run_time_plans), or one
   // made now from every node's inferred shape. An error is the one the failing step would report.
-  static status plan_at_run_time(Device& device, state& s, const static_environment& env) {
+  static status plan_at_run_time(const group& g, state& s, const static_environment& env) {
     using plans = run_time_plans<memory>;
     typename plans::key_type fed;
     for (std::size_t i = 0; i < graph::num_input_nodes; ++i) fed[i] = fed_shape(env, i);
@@ -166,7 +197,7 @@ class static_executor {
       made->layout = memory::plan_for(made->shapes);
       plan = plans::add(std::move(made));
     }
-    if (auto st = bind_arena(device, s, plan->layout, plan->shapes); !st.ok()) return st;
+    if (auto st = bind_arena(g, s, plan->layout, plan->shapes); !st.ok()) return st;
     for (std::size_t i = 0; i < graph::num_input_nodes; ++i) s.fed[i] = fed[i];
     return ok_status();
   }
@@ -176,7 +207,7 @@ class static_executor {
     using node = node_at_t<P, nodes>;
     if constexpr (node::kind == node_kind::input) {
       sh[P] = env.feeds[graph::input_node_index[P]]->shape();
-    } else if constexpr (node::kind == node_kind::assign) {
+    } else if constexpr (node::kind == node_kind::assign || node::kind == node_kind::transfer) {
       sh[P] = sh[graph::input(P, 0)];
     } else if constexpr (graph::specs[P].dims.is_fully_defined() ||
                          (node::kind != node_kind::op && node::kind != node_kind::output)) {
@@ -219,11 +250,10 @@ class static_executor {
   }
 
   template <std::size_t P>
-  static status step(Device& device, state& s, const static_environment& env) {
+  static status step(const group& g, state& s, const static_environment& env) {
     using node = node_at_t<P, nodes>;
     if constexpr (node::kind == node_kind::input) {
-      s.slots[P] = *env.feeds[graph::input_node_index[P]];
-      return ok_status();
+      return to_device<P>(g, *env.feeds[graph::input_node_index[P]], s.slots[P]);
     } else if constexpr (node::kind == node_kind::variable) {
       return env.variables->read(graph::variable_index[P], node::name, s.slots[P]);
     } else if constexpr (node::kind == node_kind::constant) {
@@ -232,7 +262,7 @@ class static_executor {
         using T = element_t<node::spec.type>;
         auto t = tensor::scalar<T>(static_cast<T>(node::value));
         if (!t.ok()) return std::move(t).take_status();
-        y = std::move(*t);
+        return to_device<P>(g, *t, y);
       }
       return ok_status();
     } else if constexpr (node::kind == node_kind::assign) {
@@ -243,10 +273,61 @@ class static_executor {
     } else if constexpr (node::kind == node_kind::output) {
       s.slots[P] = s.slots[graph::output_slot(graph::input(P, 0), node::port)];
       return ok_status();
+    } else if constexpr (node::kind == node_kind::transfer) {
+      status st;
+      run_transfer<P>(g, s, st);
+      return st;
     } else {
       status st;
-      run_op<P, step_op<P>(), step_inputs<P>()>(device, s, st);
+      run_op<P, step_op<P>(), step_inputs<P>()>(g, s, st);
       return st;
+    }
+  }
+
+  // A host tensor (a feed, a constant) as node P's value on its device: the same tensor when the
+  // device reads host memory (or it is on that device already), else a copy into P's buffer there.
+  template <std::size_t P>
+  static status to_device(const group& g, const tensor& x, tensor& y) {
+    auto& device = g.template get<device_index<P>>();
+    if (x.space().host_accessible() ? device.space().host_accessible() : x.space() == device.space()) {
+      y = x;
+      return ok_status();
+    }
+    if (!x.space().host_accessible())
+      return with_node<P>(errors::invalid_argument("the tensor is in ", x.space(), ", which ", device.name(),
+                                                   " cannot read; copy it to the host first"));
+    if (auto st = prepare_output(device, y, x.spec()); !st.ok()) return with_node<P>(st);
+    status st = wait_for_done([&](kernel_done done) { copy_into_async(x, device, y, device, std::move(done)); });
+    return st.ok() ? st : with_node<P>(st);
+  }
+
+  // Transfer step P: its input's value on P's device; the same tensor when both devices read host
+  // memory, else a copy through the policies into P's own buffer. Returns as run_op does.
+  template <std::size_t P, class Done = std::nullptr_t>
+  static bool run_transfer(const group& g, state& s, status& st, Done done = nullptr) {
+    constexpr std::size_t q = graph::input(P, 0);
+    st = ok_status();
+    const tensor& x = s.slots[q];
+    tensor& y = s.slots[P];
+    if constexpr (device_index<q> == device_index<P>) {
+      y = x;
+      return true;
+    } else {
+      auto& source = g.template get<device_index<q>>();
+      auto& target = g.template get<device_index<P>>();
+      if (x.space().host_accessible() && target.space().host_accessible()) {
+        y = x;
+        return true;
+      }
+      if (st = prepare_output(target, y, x.spec()); !st.ok()) return st = with_node<P>(st), true;
+      if constexpr (std::is_same_v<Done, std::nullptr_t>) {
+        st = wait_for_done([&](kernel_done d) { copy_into_async(x, source, y, target, std::move(d)); });
+        if (!st.ok()) st = with_node<P>(st);
+        return true;
+      } else {
+        copy_into_async(x, source, y, target, [done](status r) { done(r.ok() ? std::move(r) : with_node<P>(r)); });
+        return false;
+      }
     }
   }
 
@@ -258,8 +339,8 @@ class static_executor {
     return kernel_dtype<std::remove_cvref_t<decltype(Op)>>(std::span<const tensor_spec>(in), graph::specs[P]);
   }
   template <std::size_t P, auto Op, auto Inputs>
-  using step_kernel =
-      typename Registry::template kernel<std::remove_cvref_t<decltype(Op)>, Device, element_t<step_dtype<P, Op, Inputs>()>>;
+  using step_kernel = typename Registry::template kernel<std::remove_cvref_t<decltype(Op)>, device_t<P>,
+                                                         element_t<step_dtype<P, Op, Inputs>()>>;
 
   // Whether every input of a step has a fully defined static shape: then its output's static
   // spec is what inference gives for any run (fed tensors match their inputs' static shapes).
@@ -278,7 +359,7 @@ class static_executor {
   }
 
   // What an asynchronous kernel needs until it calls back.
-  template <std::size_t K>
+  template <std::size_t K, class Device>
   struct async_frame {
     async_frame(Device& device, const std::array<tensor, K>& in, std::span<tensor> out)
         : inputs(in), ctx{device, std::span<const tensor>(inputs), out} {}
@@ -287,8 +368,10 @@ class static_executor {
   };
 
   template <std::size_t P, auto Op, auto Inputs, class Done = std::nullptr_t>
-  static bool run_op(Device& device, state& s, status& st, Done done = nullptr) {
-    if constexpr (graph::multi_output[P]) return run_outputs_op<P, Op, Inputs>(device, s, st, done);
+  static bool run_op(const group& g, state& s, status& st, Done done = nullptr) {
+    if constexpr (graph::multi_output[P]) return run_outputs_op<P, Op, Inputs>(g, s, st, done);
+    using Device = device_t<P>;
+    Device& device = g.template get<device_index<P>>();
     st = ok_status();
     constexpr std::size_t k = Inputs.size();
     constexpr tensor_spec spec = graph::specs[P];
@@ -327,7 +410,7 @@ class static_executor {
       return ok_status();
     };
     if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
-      auto* frame = new async_frame<k>(device, in, std::span<tensor>(&y, 1));
+      auto* frame = new async_frame<k, Device>(device, in, std::span<tensor>(&y, 1));
       kernel::compute_async(Op, frame->ctx, [frame, check, done](status result) {
         delete frame;
         done(check(std::move(result)));
@@ -344,7 +427,9 @@ class static_executor {
   // to run (prepare_output). They leave their slots for an array the kernel writes (on this stack,
   // or in an asynchronous kernel's frame) and go back when it ends.
   template <std::size_t P, auto Op, auto Inputs, class Done>
-  static bool run_outputs_op(Device& device, state& s, status& st, Done done) {
+  static bool run_outputs_op(const group& g, state& s, status& st, Done done) {
+    using Device = device_t<P>;
+    Device& device = g.template get<device_index<P>>();
     constexpr std::size_t k = Inputs.size();
     constexpr std::size_t n = graph::num_outputs[P];
     using kernel = step_kernel<P, Op, Inputs>;
@@ -377,9 +462,9 @@ class static_executor {
     if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
       struct frame {
         outputs ys;
-        async_frame<k> call;
+        async_frame<k, Device> call;
       };
-      auto* f = new frame{{}, async_frame<k>(device, in, {})};
+      auto* f = new frame{{}, async_frame<k, Device>(device, in, {})};
       f->call.ctx.outputs = std::span<tensor>(f->ys);
       if (st = take(f->ys); !st.ok()) {
         delete f;
@@ -401,6 +486,7 @@ class static_executor {
   }
 
   // Reuses the node's buffer when nothing else holds it and it fits; allocates otherwise.
+  template <class Device>
   static status prepare_output(Device& device, tensor& y, const tensor_spec& spec) {
     if (y.owns_buffer() && y.use_count() == 1 && y.dtype() == spec.type && y.shape() == spec.dims)
       return ok_status();

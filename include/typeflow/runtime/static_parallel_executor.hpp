@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// static_parallel_executor<Plan, Device, Registry>: runs a static plan's steps with TensorFlow's
+// static_parallel_executor<Plan, Devices, Registry>: runs a static plan's steps with TensorFlow's
 // parallel algorithm (runtime/detail/parallel_step.hpp, the runtime executor's), on a DAG that the
 // compiler computed: successor lists, initial pending counts, roots and which steps are expensive
 // are constexpr arrays, and each step is a function chosen at compile time (one indirect call per
@@ -33,9 +33,10 @@
 
 namespace typeflow {
 
-template <class Plan, class Device, class Registry>
+template <class Plan, static_devices Devices, class Registry>
 class static_parallel_executor {
-  using steps = static_executor<Plan, Device, Registry, /*PlanMemory=*/false>;
+  using steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false>;
+  using group = device_group_t<Devices>;
   using graph = typename Plan::graph_type;
   using nodes = typename graph::nodes;
   using reads = static_memory_plan<Plan>;  // step_of and for_each_read (its arena is not used)
@@ -45,14 +46,18 @@ class static_parallel_executor {
   using state = typename steps::state;
 
   // Runs one step on `pool` and the calling thread; the first error, or ok.
-  static status run(Device& device, Eigen::ThreadPoolInterface& pool, state& s, const static_environment& env) {
+  static status run(Devices& devices, Eigen::ThreadPoolInterface& pool, state& s, const static_environment& env) {
+    static_assert(steps::first_unknown_device == graph::size,
+                  "typeflow: a node of this graph is placed on a device type that is not among the session's "
+                  "devices; give the session a device_group with one of that type");
+    const group g = as_device_group(devices);
     for (std::size_t i = 0; i < arrays.num_prologue; ++i) {
       status st;
-      table[arrays.prologue_steps[i]](device, s, env, st, detail::step_completion{});  // never asynchronous
+      table[arrays.prologue_steps[i]](g, s, env, st, detail::step_completion{});  // never asynchronous
       if (!st.ok()) return st;
     }
     std::array<std::atomic<std::uint32_t>, num_steps> pending;
-    body b{device, s, env};
+    body b{g, s, env};
     detail::parallel_step<body> step(dag, b, pool, std::span(pending));
     return step.run();
   }
@@ -143,16 +148,16 @@ class static_parallel_executor {
       std::span<const bool>(arrays.expensive)};
 
  private:
-  using start_fn = bool (*)(Device&, state&, const static_environment&, status&, detail::step_completion);
+  using start_fn = bool (*)(const group&, state&, const static_environment&, status&, detail::step_completion);
   static constexpr std::array<start_fn, num_steps> table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return std::array<start_fn, num_steps>{&steps::template start<Ks, detail::step_completion>...};
   }(std::make_index_sequence<num_steps>{});
 
   struct body {
-    Device& device;
+    const group& g;
     state& s;
     const static_environment& env;
-    bool start(std::uint32_t k, status& st, detail::step_completion done) const { return table[k](device, s, env, st, done); }
+    bool start(std::uint32_t k, status& st, detail::step_completion done) const { return table[k](g, s, env, st, done); }
   };
 };
 

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// Static graphs across devices: tf::on<D> and the placement of what is made from placed nodes,
+// transfers as compile-time nodes (one per value and device, never a copy of a copy), sessions on
+// a device_group (sequential and parallel) giving bitwise the results of one device, copies to and
+// from a device whose memory the host cannot read (remote_device), and the errors.
+#include "placement_registry.hpp"
+#include "remote_device.hpp"
+#include "support.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace tf = typeflow;
+using namespace tf::literals;
+using tf::dyn;
+using tf::static_shape;
+using tf::test::random_tensor;
+using tf::test::remote_device;
+using tf::test::require_error;
+
+namespace {
+
+using registry = tf::test::placement_registry;
+
+bool same_bits(const tf::tensor& a, const tf::tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+template <class Graph>
+std::size_t count_kind(tf::node_kind k) {
+  std::size_t n = 0;
+  for (auto kind : Graph::kinds) n += kind == k;
+  return n;
+}
+
+// An MLP with its first layer where it is not placed and its second on thread_pool.
+constexpr auto x = tf::input<"x", float, static_shape<dyn, 16>>;
+constexpr auto w1 = tf::variable<"w1", float, static_shape<16, 32>>;
+constexpr auto w2 = tf::variable<"w2", float, static_shape<32, 8>>;
+constexpr auto hidden = tf::relu(tf::matmul(x, w1));
+constexpr auto split_logits = tf::on<tf::thread_pool>(tf::matmul(hidden, w2));
+constexpr auto split_out = tf::softmax(split_logits * 0.5_c);  // follows its input to thread_pool
+constexpr auto local_out = tf::softmax(tf::matmul(hidden, w2) * 0.5_c);
+
+}  // namespace
+
+TEST_CASE("static devices: a node made from placed inputs runs on the first placed input's device",
+          "[static][devices]") {
+  using tf::default_device;
+  static_assert(std::is_same_v<decltype(hidden)::device, default_device>);
+  static_assert(std::is_same_v<decltype(split_logits)::device, tf::thread_pool>);
+  static_assert(std::is_same_v<decltype(split_out)::device, tf::thread_pool>);
+  // The scalar 0.5 is made where its reader runs: no transfer for it.
+  using g = decltype(tf::graph(split_out));
+  CHECK(count_kind<g>(tf::node_kind::transfer) == 2);  // hidden and w2, to thread_pool
+  const std::string text = g::describe();
+  CHECK(text.find("transfer(") != std::string::npos);
+  CHECK(text.find("matmul(") != std::string::npos);
+  CHECK(text.find("on CPU") != std::string::npos);
+  // An input read on two devices is sent to each once, however many read it there.
+  constexpr auto a = tf::on<tf::thread_pool>(tf::relu(x));
+  constexpr auto b = tf::on<tf::thread_pool>(tf::tanh(x));
+  using two = decltype(tf::graph(a + b));
+  CHECK(count_kind<two>(tf::node_kind::transfer) == 1);
+}
+
+TEST_CASE("static devices: moving a node again reads from the source, never a copy of a copy", "[static][devices]") {
+  constexpr auto r = tf::on<remote_device>(tf::relu(x));
+  using placed = decltype(tf::graph(r));
+  CHECK(count_kind<placed>(tf::node_kind::transfer) == 1);
+  // Moved back: relu on the default device reads x itself.
+  constexpr auto back = tf::on<tf::thread_pool>(r);
+  using moved = decltype(tf::graph(back));
+  using plan = tf::static_plan<moved, true, moved::position<decltype(back)>()>;
+  std::size_t transfers = 0;  // that a run needs: x to thread_pool, not x to remote to thread_pool
+  for (std::size_t p : plan::steps) {
+    transfers += moved::kinds[p] == tf::node_kind::transfer;
+    if (moved::kinds[p] == tf::node_kind::transfer) CHECK(moved::kinds[moved::input(p, 0)] == tf::node_kind::input);
+  }
+  CHECK(transfers == 1);
+  // A copy of a transfer's value elsewhere copies its source.
+  constexpr auto t = tf::on<tf::thread_pool>(tf::on<remote_device>(tf::identity(x)));
+  static_assert(std::is_same_v<decltype(t)::device, tf::thread_pool>);
+}
+
+TEMPLATE_TEST_CASE("static devices: an MLP split over two host devices gives bitwise the results of one",
+                   "[static][devices]", (std::integral_constant<int, 0>), (std::integral_constant<int, 2>)) {
+  constexpr int threads = TestType::value;
+  tf::cpu host;
+  tf::thread_pool pool(2);
+  auto xt = random_tensor<float>(tf::shape{5, 16}, 1);
+  auto w1t = random_tensor<float>(tf::shape{16, 32}, 2);
+  auto w2t = random_tensor<float>(tf::shape{32, 8}, 3);
+
+  tf::session local(tf::graph(local_out), pool);
+  REQUIRE(local.initialize(w1, w1t).ok());
+  REQUIRE(local.initialize(w2, w2t).ok());
+  auto expected = local.run(tf::feed(x, xt), tf::fetch(local_out));
+  REQUIRE(expected.ok());
+
+  // Layer 1 on the first device (host, single-threaded: matmul's result does not depend on threads).
+  auto check = [&](auto& s) {
+    REQUIRE(s.init_status().ok());
+    REQUIRE(s.initialize(w1, w1t).ok());
+    REQUIRE(s.initialize(w2, w2t).ok());
+    for (int run = 0; run < 3; ++run) {
+      auto got = s.run(tf::feed(x, xt), tf::fetch(split_out), tf::fetch(hidden));
+      REQUIRE(got.ok());
+      CHECK(same_bits(std::get<0>(*got), std::get<0>(*expected)));
+    }
+  };
+  if constexpr (threads == 0) {
+    tf::session s(tf::graph(split_out, hidden), tf::device_group(host, pool));
+    check(s);
+  } else {
+    tf::session s(tf::graph(split_out, hidden), tf::device_group(host, pool), tf::parallel{threads});
+    check(s);
+  }
+}
+
+TEST_CASE("static devices: inputs, variables, constants and fetches on a device the host cannot read",
+          "[static][devices]") {
+  tf::cpu host;
+  remote_device remote;
+  constexpr auto in = tf::input<"in", float, static_shape<4, 3>>;
+  constexpr auto v = tf::on<remote_device>(tf::variable<"v", float, static_shape<4, 3>>);
+  constexpr auto h = tf::on<remote_device>(in * v);    // in is copied to remote
+  constexpr auto y = tf::tanh(h) + 1.0_c;              // on remote, the constant made there
+  constexpr auto z = tf::relu(tf::on<tf::cpu>(tf::identity(y)));  // back on the host
+  using g = decltype(tf::graph(y, z));
+  CHECK(count_kind<g>(tf::node_kind::transfer) == 2);
+
+  auto it = random_tensor<float>(tf::shape{4, 3}, 4);
+  auto vt = random_tensor<float>(tf::shape{4, 3}, 5);
+  // Unfused: remote_device has kernels for single ops only.
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false> s(g{}, tf::device_group(host, remote));
+  REQUIRE(s.initialize(v, vt).ok());
+  auto kept = s.value_of(v);
+  REQUIRE(kept.ok());
+  CHECK(kept->space() == remote.space());  // the variable lives on its device
+  require_error(kept->values<float>(), tf::status_code::failed_precondition, "TEST");
+
+  const int in_before = remote.copies_in.load();
+  auto got = s.run(tf::feed(in, it), tf::fetch(y), tf::fetch(z));
+  REQUIRE(got.ok());
+  const tf::tensor yt = std::get<0>(*got), zt = std::get<1>(*got);
+  CHECK(yt.space().host_accessible());  // fetched to the host
+  const auto iv = *it.values<float>();
+  const auto vv = *vt.values<float>();
+  const auto yv = *yt.values<float>();
+  const auto zv = *zt.values<float>();
+  for (std::size_t i = 0; i < 12; ++i) {
+    const float expect = std::tanh(iv[i] * vv[i]) + 1.0f;
+    CHECK(yv[i] == Approx(expect));
+    CHECK(zv[i] == yv[i]);  // relu of a positive number
+  }
+  CHECK(remote.copies_in.load() - in_before >= 2);  // the feed and the constant
+  CHECK(remote.copies_out.load() >= 2);             // the transfer to the host and the fetch of y
+
+  // Again: the device buffers are reused, the constant stays on the device.
+  const int in_second = remote.copies_in.load();
+  auto again = s.run(tf::feed(in, it), tf::fetch(y), tf::fetch(z));
+  REQUIRE(again.ok());
+  CHECK(same_bits(std::get<0>(*again), yt));
+  CHECK(remote.copies_in.load() - in_second == 1);  // only the feed
+
+  // Parallel: the copies finish through their callbacks on the device's copy thread.
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false, true, true> p(
+      g{}, tf::device_group(host, remote), tf::parallel{2});
+  REQUIRE(p.initialize(v, vt).ok());
+  for (int run = 0; run < 20; ++run) {
+    auto r = p.run(tf::feed(in, it), tf::fetch(y), tf::fetch(z));
+    REQUIRE(r.ok());
+    CHECK(same_bits(std::get<0>(*r), yt));
+    CHECK(same_bits(std::get<1>(*r), zt));
+  }
+}
+
+TEST_CASE("static devices: errors name the node and the devices", "[static][devices]") {
+  tf::cpu host;
+  remote_device remote;
+  constexpr auto in = tf::input<"in", float, static_shape<2>>;
+  constexpr auto y = tf::relu(in) + tf::on<remote_device>(tf::relu(in));
+  using g = decltype(tf::graph(y));
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false> s(g{}, tf::device_group(host, remote));
+
+  // A fed tensor already on a device the input's device cannot read.
+  auto on_remote = remote.allocate(tf::dtype::f32, tf::shape{2});
+  REQUIRE(on_remote.ok());
+  require_error(s.run(tf::feed(in, *on_remote), tf::fetch(y)), tf::status_code::invalid_argument,
+                "which /job:localhost/replica:0/task:0/device:CPU:0 cannot read; copy it to the host first");
+
+  // A variable of the wrong shape, on a device.
+  constexpr auto v = tf::on<remote_device>(tf::variable<"v", float, static_shape<2>>);
+  using vg = decltype(tf::graph(tf::relu(v)));
+  tf::session<vg, tf::device_group<tf::cpu, remote_device>, registry, false> vs(vg{}, tf::device_group(host, remote));
+  auto bad = random_tensor<float>(tf::shape{3}, 6);
+  require_error(vs.initialize(v, bad), tf::status_code::invalid_argument, "variable 'v': initial value is f32[3]");
+  require_error(vs.run(tf::fetch(tf::relu(v))), tf::status_code::failed_precondition, "v");
+}
+
+TEST_CASE("static devices: to_graph_def asks for each placed node's device and leaves transfers to the partitioner",
+          "[static][devices]") {
+  using g = decltype(tf::graph(split_out));
+  auto def = tf::to_graph_def(g{});
+  REQUIRE(def.ok());
+  std::size_t on_cpu = 0;
+  for (const auto& n : def->nodes) {
+    CHECK(n.op != "transfer");
+    on_cpu += n.device == "/device:CPU";
+  }
+  CHECK(on_cpu >= 3);  // matmul, mul, softmax (and the constant)
+}
