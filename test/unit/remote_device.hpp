@@ -60,6 +60,7 @@ class remote_device {
   }
 
   std::atomic<int> copies_in{0}, copies_out{0}, copies_within{0};
+  std::atomic<bool> fail_copies{false};  // every copy ends with unavailable, for the error paths
 
  private:
   void enqueue(const tensor& src, tensor& dst, copy_done done, bool spaces_ok) {
@@ -67,6 +68,7 @@ class remote_device {
       return done(errors::invalid_argument(name(), ": a copy between ", src.space(), " and ", dst.space(), " is not this device's"));
     if (src.spec() != dst.spec())
       return done(errors::invalid_argument(name(), ": copy of ", src.spec(), " into ", dst.spec()));
+    if (fail_copies) return done(errors::unavailable(name(), ": the copy failed (fail_copies is set)"));
     // Pending until the copy has run and Schedule has returned: the copier's pool still touches
     // its own state after queueing, and the copy's callback may already have let the caller go on
     // to destroy this device.

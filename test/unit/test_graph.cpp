@@ -336,7 +336,7 @@ TEST_CASE("ops with several outputs: each output an expression, the op run once"
   using g = decltype(tf::graph(sum, mid, weighted, indices, fixed_sum));
   // One split node and three outputs; one top_k node and two.
   static_assert(g::size == 17);
-  static_assert(g::num_slots == g::size + 2 + 1 + 1);
+  static_assert(g::num_slots == g::size + 3 + 2 + 2);  // each output of an op with several, side by side
   STATIC_REQUIRE(g::specs[g::position<decltype(indices)>()] == tf::tensor_spec{tf::dtype::i64, tf::shape{dyn, 2}});
   STATIC_REQUIRE(g::num_outputs[g::input(g::position<decltype(mid)>(), 0)] == 3);
   CHECK_THAT(g::describe(), Catch::Contains("output 1(1) -> f32[?, 2]"));

@@ -7,8 +7,11 @@
 #include "remote_device.hpp"
 #include "support.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace tf = typeflow;
 using namespace tf::literals;
@@ -68,7 +71,7 @@ TEST_CASE("static devices: moving a node again reads from the source, never a co
   constexpr auto r = tf::on<remote_device>(tf::relu(x));
   using placed = decltype(tf::graph(r));
   CHECK(count_kind<placed>(tf::node_kind::transfer) == 1);
-  // Moved back: relu on the default device reads x itself.
+  // Moved to thread_pool: relu there reads x itself.
   constexpr auto back = tf::on<tf::thread_pool>(r);
   using moved = decltype(tf::graph(back));
   using plan = tf::static_plan<moved, true, moved::position<decltype(back)>()>;
@@ -81,6 +84,66 @@ TEST_CASE("static devices: moving a node again reads from the source, never a co
   // A copy of a transfer's value elsewhere copies its source.
   constexpr auto t = tf::on<tf::thread_pool>(tf::on<remote_device>(tf::identity(x)));
   static_assert(std::is_same_v<decltype(t)::device, tf::thread_pool>);
+  // A transfer's value asked for on its source's device is the source itself.
+  constexpr auto on_host = tf::on<tf::cpu>(x);
+  auto [values, indices] = tf::top_k<2>(on_host);
+  constexpr auto away = tf::on<tf::thread_pool>(decltype(values){});
+  static_assert(std::is_same_v<decltype(away)::device, tf::thread_pool>);
+  static_assert(decltype(tf::on<tf::cpu>(away))::id == decltype(values)::id);
+  (void)indices;
+  // A constant read on another device is made there: no transfer of a number.
+  constexpr auto scaled = tf::on<remote_device>(x * 2.0_c);
+  using sg = decltype(tf::graph(scaled));
+  using splan = tf::static_plan<sg, false, sg::position<decltype(scaled)>()>;
+  std::size_t needed_transfers = 0;
+  for (std::size_t p : splan::steps) needed_transfers += sg::kinds[p] == tf::node_kind::transfer;
+  CHECK(needed_transfers == 1);  // x only
+  // An input read on a device where the expression already reads it: one transfer, not two.
+  constexpr auto i2 = tf::input<"i", float, static_shape<3>>;
+  constexpr auto e = tf::on<tf::thread_pool>(tf::relu(i2)) + i2;  // add on thread_pool reads i there
+  constexpr auto again = tf::on<tf::thread_pool>(e);
+  using ag = decltype(tf::graph(again));
+  static_assert(std::is_same_v<decltype(again)::device, tf::thread_pool>);
+  CHECK(count_kind<ag>(tf::node_kind::transfer) == 1);
+}
+
+TEST_CASE("static devices: nodes left behind by on<D> are not run, so their devices are not needed",
+          "[static][devices]") {
+  tf::cpu host;
+  tf::thread_pool pool(1);
+  constexpr auto in = tf::input<"in", float, static_shape<3>>;
+  // relu was made on remote_device first, then moved: the remote node and its transfer stay in the
+  // graph, read by nothing, and a session without a remote device runs it.
+  constexpr auto y = tf::on<tf::thread_pool>(tf::on<remote_device>(tf::relu(in)));
+  tf::session s(tf::graph(y), tf::device_group(host, pool));
+  auto t = tf::tensor::from_values<float>({-1, 0, 2}, tf::shape{3});
+  auto r = s.run(tf::feed(in, *t), tf::fetch(y));
+  REQUIRE(r.ok());
+  CHECK(std::vector<float>(std::get<0>(*r).values().begin(), std::get<0>(*r).values().end()) ==
+        std::vector<float>{0, 0, 2});
+}
+
+TEST_CASE("static devices: elementwise chains fuse on host devices, and not on a device without fused kernels",
+          "[static][devices]") {
+  tf::cpu host;
+  tf::thread_pool pool(1);
+  remote_device remote;
+  constexpr auto in = tf::input<"in", float, static_shape<4>>;
+  constexpr auto on_pool = tf::tanh(tf::on<tf::thread_pool>(tf::relu(in)) * 3.0_c);
+  using pg = decltype(tf::graph(on_pool));
+  const std::string plan = tf::session<pg, tf::device_group<tf::cpu, tf::thread_pool>>::describe_plan(tf::fetch(on_pool));
+  CHECK(plan.find("fused: 3 ops") != std::string::npos);
+  // On remote_device, whose kernels are single ops: the default (fusing) session still compiles.
+  constexpr auto on_remote = tf::tanh(tf::on<remote_device>(tf::relu(in)) * tf::on<remote_device>(tf::tanh(in)));
+  using rg = decltype(tf::graph(on_remote));
+  tf::session<rg, tf::device_group<tf::cpu, remote_device>, registry> s(rg{}, tf::device_group(host, remote));
+  auto t = tf::tensor::from_values<float>({-1, 0.5f, 2, 3}, tf::shape{4});
+  auto r = s.run(tf::feed(in, *t), tf::fetch(on_remote));
+  REQUIRE(r.ok());
+  const auto got = std::get<0>(*r).values();
+  const float xs[] = {-1, 0.5f, 2, 3};
+  for (std::size_t i = 0; i < 4; ++i) CHECK(got[i] == Approx(std::tanh(std::max(xs[i], 0.0f) * std::tanh(xs[i]))));
+  (void)pool;
 }
 
 TEMPLATE_TEST_CASE("static devices: an MLP split over two host devices gives bitwise the results of one",
@@ -164,6 +227,15 @@ TEST_CASE("static devices: inputs, variables, constants and fetches on a device 
   CHECK(same_bits(std::get<0>(*again), yt));
   CHECK(remote.copies_in.load() - in_second == 1);  // only the feed
 
+  // Results dropped between runs: each run still computes on the device and copies y out anew.
+  for (int run = 0; run < 3; ++run) {
+    const int out_before = remote.copies_out.load();
+    auto r = s.run(tf::feed(in, it), tf::fetch(y));
+    REQUIRE(r.ok());
+    CHECK(same_bits(std::get<0>(*r), yt));
+    CHECK(remote.copies_out.load() - out_before == 1);  // the fetch of y (z is not fetched)
+  }
+
   // Parallel: the copies finish through their callbacks on the device's copy thread.
   tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false, true, true> p(
       g{}, tf::device_group(host, remote), tf::parallel{2});
@@ -197,6 +269,42 @@ TEST_CASE("static devices: errors name the node and the devices", "[static][devi
   auto bad = random_tensor<float>(tf::shape{3}, 6);
   require_error(vs.initialize(v, bad), tf::status_code::invalid_argument, "variable 'v': initial value is f32[3]");
   require_error(vs.run(tf::fetch(tf::relu(v))), tf::status_code::failed_precondition, "v");
+}
+
+TEST_CASE("static devices: a copy that fails is the run's error, and leaves nothing half-made behind",
+          "[static][devices]") {
+  tf::cpu host;
+  remote_device remote;
+  constexpr auto v = tf::on<remote_device>(tf::variable<"v", float, static_shape<2>>);
+  constexpr auto y = v + 1.0_c;  // the constant is made on the host and copied to remote once
+  using g = decltype(tf::graph(y));
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false> s(g{}, tf::device_group(host, remote));
+  REQUIRE(s.initialize(v, *tf::tensor::from_values<float>({1, 2}, tf::shape{2})).ok());
+  remote.fail_copies = true;
+  require_error(s.run(tf::fetch(y)), tf::status_code::unavailable, "node 1 (constant)");
+  remote.fail_copies = false;
+  auto r = s.run(tf::fetch(y));  // the constant is copied again, not taken half-made
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[0] == 2.0f);
+  CHECK(std::get<0>(*r)[1] == 3.0f);
+  // A fetch whose copy to the host fails; then one that does not.
+  remote.fail_copies = true;
+  require_error(s.run(tf::fetch(y)), tf::status_code::unavailable, "fetch of node 2 (add)");
+  remote.fail_copies = false;
+  REQUIRE(s.run(tf::fetch(y)).ok());
+
+  // A feed whose copy to its device fails.
+  constexpr auto in = tf::on<remote_device>(tf::input<"in", float, static_shape<2>>);
+  constexpr auto z = in * in;
+  using zg = decltype(tf::graph(z));
+  tf::session<zg, tf::device_group<tf::cpu, remote_device>, registry, false> zs(zg{}, tf::device_group(host, remote));
+  auto t = tf::tensor::from_values<float>({3, 4}, tf::shape{2});
+  remote.fail_copies = true;
+  require_error(zs.run(tf::feed(in, *t), tf::fetch(z)), tf::status_code::unavailable, "node 0 (in)");
+  remote.fail_copies = false;
+  auto ok = zs.run(tf::feed(in, *t), tf::fetch(z));
+  REQUIRE(ok.ok());
+  CHECK(std::get<0>(*ok)[1] == 16.0f);
 }
 
 TEST_CASE("static devices: to_graph_def asks for each placed node's device and leaves transfers to the partitioner",

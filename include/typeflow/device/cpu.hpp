@@ -34,6 +34,7 @@ class basic_cpu : public host_copies {
   using family_type = cpu;
 
   static constexpr std::string_view device_type = "CPU";
+  static constexpr bool fuses_elementwise = true;  // fused_elementwise has a kernel here (kernels/cpu/fused.hpp)
   static constexpr int priority = 50;  // TensorFlow's CPU device
 
   basic_cpu() requires std::default_initializable<Allocator> = default;

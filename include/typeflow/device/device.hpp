@@ -83,6 +83,16 @@ inline constexpr int device_priority = [] {
   else return 50;
 }();
 
+// Whether a static plan may group elementwise nodes placed on device type D into one
+// fused_elementwise step: D::fuses_elementwise where the policy declares it (its kernel lists have
+// fused_elementwise's kernel; the host policies do), else false. Nodes that are not placed
+// (default_device) are grouped as before, on whatever device the session runs them.
+template <class D>
+inline constexpr bool fuses_elementwise = [] {
+  if constexpr (requires { D::fuses_elementwise; }) return static_cast<bool>(D::fuses_elementwise);
+  else return false;
+}();
+
 // A host policy whose kernels run on an Eigen CPU device: what the Eigen CPU kernels need.
 // Every basic_cpu and basic_thread_pool satisfies it, whatever its allocator.
 template <class D>

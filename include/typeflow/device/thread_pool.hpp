@@ -52,6 +52,7 @@ class basic_thread_pool : public host_copies {
   basic_thread_pool& operator=(const basic_thread_pool&) = delete;
 
   static constexpr std::string_view device_type = "CPU";
+  static constexpr bool fuses_elementwise = true;  // fused_elementwise has a kernel here (kernels/cpu/fused.hpp)
   static constexpr int priority = 60;  // above basic_cpu: intra-op threads, as TensorFlow's ThreadPoolDevice
   // "/job:localhost/replica:0/task:0/device:CPU:0"; a device_set gives each instance its ordinal.
   std::string_view name() const noexcept { return identity_.name(); }

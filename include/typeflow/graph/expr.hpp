@@ -148,35 +148,49 @@ struct device_for<E, Rest...> {
                                   typename device_for<Rest...>::type, typename E::device>;
 };
 
-template <class Node, bool Moved>
-struct source_device_of {
-  using type = device_of_node<Node>;
-};
-template <class Node>
-struct source_device_of<Node, true> {
-  using type = typename Node::source_device;
-};
+template <class List, class Node>
+using append_missing = merge_nodes<List, node_list<Node>>;
 
-// Node Node (id Id, in list Nodes) as read on device D: `id` is the node to read and `nodes` the
-// list that holds it. The node itself when it is on D; else a transfer of its value to D, from
-// its source when it is a transfer already (never a copy of a copy).
-template <class D, class Nodes, std::uint64_t Id, class Node>
-struct read_on {
-  static constexpr bool moved = Node::kind == node_kind::transfer;
-  static constexpr std::uint64_t source = [] {
-    if constexpr (moved) return Node::inputs[0];
-    else return Id;
-  }();
-  using source_device = typename source_device_of<Node, moved>::type;
-  static constexpr bool here = std::is_same_v<source_device, D>;
-  using transfer = transfer_node<D, source, Node::spec, source_device>;
-  static constexpr std::uint64_t id = here ? source : node_id<transfer>;
-  using nodes = std::conditional_t<here, Nodes, append_node<Nodes, transfer>>;
+// How node Node (id Id, last of list Nodes or within it) is read on device D: `id` is the node to
+// read and `nodes` a list that holds it.
+//   here       it is on D: itself
+//   constant   a constant on another device: the same number made on D (nothing to copy)
+//   moved      a transfer: its source, read on D (never a copy of a copy)
+//   transfer   else: a transfer of its value to D
+// Only what a case names is instantiated, so an input on the node's device costs no more types.
+enum class read_kind { here, constant, moved, transfer };
+template <class D, class Node>
+constexpr read_kind read_kind_of() {
+  if constexpr (Node::kind == node_kind::transfer) return read_kind::moved;
+  else if constexpr (std::is_same_v<device_of_node<Node>, D>) return read_kind::here;
+  else if constexpr (Node::kind == node_kind::constant) return read_kind::constant;
+  else return read_kind::transfer;
+}
+template <class Nodes, std::uint64_t Id>
+struct read_here {
+  static constexpr std::uint64_t id = Id;
+  using nodes = Nodes;
 };
+template <class Nodes, class Node>
+struct read_new {
+  static constexpr std::uint64_t id = node_id<Node>;
+  using nodes = append_missing<Nodes, Node>;
+};
+template <class D, class Nodes, std::uint64_t Id, class Node, read_kind Kind = read_kind_of<D, Node>()>
+struct read_on : read_here<Nodes, Id> {};
+template <class D, class Nodes, std::uint64_t Id, class Node>
+struct read_on<D, Nodes, Id, Node, read_kind::constant> : read_new<Nodes, placed_node<D, unplaced_node_t<Node>>> {};
+template <class D, class Nodes, std::uint64_t Id, class Node>
+struct read_on<D, Nodes, Id, Node, read_kind::transfer>
+    : read_new<Nodes, transfer_node<D, Id, Node::spec, device_of_node<Node>>> {};
+template <class D, class Nodes, std::uint64_t Id, class Node>
+struct read_on<D, Nodes, Id, Node, read_kind::moved>
+    : std::conditional_t<std::is_same_v<typename Node::source_device, D>, read_here<Nodes, Node::inputs[0]>,
+                         read_new<Nodes, transfer_node<D, Node::inputs[0], Node::spec, typename Node::source_device>>> {};
 template <class D, expression E>
 using read_expr_on = read_on<D, typename E::nodes, E::id, typename E::node>;
 
-// The node at position I of list Nodes, and the list without its last node.
+// The node of list Nodes with id Id, and the list without its last node.
 template <class Nodes, std::uint64_t Id>
 using node_with_id = node_at_t<position_of<Nodes, Id>, Nodes>;
 template <class Nodes, class Is = std::make_index_sequence<Nodes::size - 1>>
@@ -186,7 +200,8 @@ struct drop_last<Nodes, std::index_sequence<Is...>> {
   using type = node_list<node_at_t<Is, Nodes>...>;
 };
 
-// An op node moved to device D: its inputs read on D.
+// An op node made again on device D, its inputs read there (itself when it is on D already). The
+// node it was stays in the list, read by nothing: a plan leaves it out.
 template <class D, class Nodes, class Node>
 struct op_on;
 template <class D, class Nodes, auto Op, tensor_spec Spec, std::uint64_t... In>
@@ -194,7 +209,7 @@ struct op_on<D, Nodes, op_node<Op, Spec, In...>> {
   template <std::uint64_t I>
   using input = read_on<D, Nodes, I, node_with_id<Nodes, I>>;
   using node = place<D, op_node<Op, Spec, input<In>::id...>>;
-  using nodes = append_node<typename merge_all<Nodes, typename input<In>::nodes...>::type, node>;
+  using nodes = append_missing<typename merge_all<Nodes, typename input<In>::nodes...>::type, node>;  // it may be there
 };
 
 }  // namespace detail
@@ -242,21 +257,28 @@ constexpr auto apply_outputs(In...) {
 }
 
 // The expression on device type D (TensorFlow's tf.device), where its node runs: an op runs on D
-// and reads its inputs there (a transfer_node for each input on another device); an input,
-// variable or constant lives on D (a fed tensor is copied there, a variable is kept there); an
-// output of an op with several, an assign or a transfer gives a copy of its value on D. Nodes
-// made from placed expressions run on their first placed input's device:
-//   constexpr auto h = tf::on<tf::thread_pool>(tf::relu(tf::matmul(x, w1)));   // h's matmul stays
-//   constexpr auto y = tf::softmax(tf::matmul(h, w2));                         // on thread_pool
+// and reads its inputs there (a transfer_node for each input on another device; a constant is
+// made again on D); an input, variable or constant lives on D (a fed tensor is copied there, a
+// variable is kept there); an output of an op with several, an assign or a transfer gives its value
+// on D (a transfer's source itself when that is on D). Nodes made from placed expressions run on
+// their first placed input's device:
+//   constexpr auto h = tf::on<tf::thread_pool>(tf::relu(tf::matmul(x, w1)));   // relu on thread_pool
+//   constexpr auto y = tf::softmax(tf::matmul(h, w2));  // y's matmul and softmax follow h there
+// Placing an op on the device its session runs unplaced nodes on still makes it a placed node
+// (a separate node from the unplaced one, kept out of the memory plan's arena).
 template <device_policy D, expression E>
 constexpr auto on(E) {
   using node = unplaced_node_t<typename E::node>;
   if constexpr (node::kind == node_kind::op) {
-    using moved = detail::op_on<D, typename detail::drop_last<typename E::nodes>::type, node>;
-    return expr<typename moved::nodes>{};
+    return expr<typename detail::op_on<D, typename E::nodes, node>::nodes>{};
   } else if constexpr (node::kind == node_kind::input || node::kind == node_kind::variable ||
                        node::kind == node_kind::constant) {
     return expr<node_list<placed_node<D, node>>>{};
+  } else if constexpr (node::kind == node_kind::transfer) {
+    if constexpr (std::is_same_v<typename node::source_device, D>)
+      return expr<typename detail::drop_last<typename E::nodes>::type>{};  // back on its source's device: the source
+    else
+      return expr<typename detail::read_expr_on<D, E>::nodes>{};
   } else {
     return expr<typename detail::read_expr_on<D, E>::nodes>{};
   }

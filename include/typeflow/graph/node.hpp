@@ -154,6 +154,7 @@ struct output_node {
 // The device type of a node that is not placed: the first device of the session that runs it.
 struct default_device {
   static constexpr std::string_view device_type = "default";
+  static constexpr bool fuses_elementwise = true;  // as an unplaced graph always has
 };
 
 // Node on device type D: everything of Node (its kind, op, spec and inputs) and the device. A

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include <typeflow/core/detail/format.hpp>
+#include <typeflow/device/device.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/static_graph.hpp>
@@ -38,11 +39,14 @@ template <auto Op, tensor_spec Spec, std::uint64_t... In>
 inline constexpr bool fusable_node<op_node<Op, Spec, In...>> =
     is_fusable_elementwise<std::remove_cvref_t<decltype(Op)>> && is_floating(Spec.type);
 
+// A placed node fuses as its op does where its device runs fused groups (fuses_elementwise); a
+// group never spans devices, since a transfer parts every edge between two.
 template <class List>
 struct fusable_nodes;
 template <class... Nodes>
-struct fusable_nodes<node_list<Nodes...>> {  // a placed node as its op: a group never spans devices (transfers part them)
-  static constexpr std::array<bool, sizeof...(Nodes)> value{fusable_node<unplaced_node_t<Nodes>>...};
+struct fusable_nodes<node_list<Nodes...>> {
+  static constexpr std::array<bool, sizeof...(Nodes)> value{
+      (fusable_node<unplaced_node_t<Nodes>> && fuses_elementwise<device_of_node<Nodes>>)...};
 };
 
 // How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.

@@ -54,16 +54,17 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::array<bool, size> placed{!std::is_same_v<device_of_node<Nodes>, default_device>...};
   static constexpr std::array<std::string_view, size> device_types{device_of_node<Nodes>::device_type...};
 
-  // Where a run keeps each node's tensors: node p's (first) output in slot p; outputs 1.. of a node
-  // with several in slots after the nodes', in node order. output_slot(p, k) is output k of node p.
+  // Where a run keeps each node's tensors: node p's output in slot p, except that an op with several
+  // outputs (multi_output) keeps them side by side in slots after the nodes', so its kernel writes
+  // them in one span: output_slot(p, k) is output k of node p.
   static constexpr std::array<std::size_t, size + 1> extra_output_begin = [] {
     std::array<std::size_t, size + 1> b{};
-    for (std::size_t i = 0; i < size; ++i) b[i + 1] = b[i] + num_outputs[i] - 1;
+    for (std::size_t i = 0; i < size; ++i) b[i + 1] = b[i] + (multi_output[i] ? num_outputs[i] : 0);
     return b;
   }();
   static constexpr std::size_t num_slots = size + extra_output_begin[size];
   static constexpr std::size_t output_slot(std::size_t p, std::size_t k) {
-    return k == 0 ? p : size + extra_output_begin[p] + k - 1;
+    return multi_output[p] ? size + extra_output_begin[p] + k : p;
   }
   static constexpr std::size_t num_edges = (std::size_t{0} + ... + Nodes::num_inputs);
 
@@ -135,25 +136,24 @@ struct static_graph<node_list<Nodes...>> {
     return l;
   }();
 
-  // The output nodes: their shares of their ops' outputs are let go when a run ends.
-  static constexpr std::size_t num_output_nodes = (std::size_t{0} + ... + (Nodes::kind == node_kind::output));
-  static constexpr std::array<std::size_t, num_output_nodes> output_positions = [] {
-    std::array<std::size_t, num_output_nodes> o{};
-    std::size_t k = 0;
+  // The positions of the nodes of one kind, in graph order.
+  static constexpr std::size_t count_of(node_kind k) {
+    std::size_t n = 0;
+    for (node_kind x : kinds) n += x == k;
+    return n;
+  }
+  template <node_kind K>
+  static constexpr std::array<std::size_t, count_of(K)> positions_of = [] {
+    std::array<std::size_t, count_of(K)> o{};
+    std::size_t n = 0;
     for (std::size_t i = 0; i < size; ++i)
-      if (kinds[i] == node_kind::output) o[k++] = i;
+      if (kinds[i] == K) o[n++] = i;
     return o;
   }();
-
-  // The transfers: those that share their source are let go when a run ends.
-  static constexpr std::size_t num_transfers = (std::size_t{0} + ... + (Nodes::kind == node_kind::transfer));
-  static constexpr std::array<std::size_t, num_transfers> transfer_positions = [] {
-    std::array<std::size_t, num_transfers> o{};
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < size; ++i)
-      if (kinds[i] == node_kind::transfer) o[k++] = i;
-    return o;
-  }();
+  // The output nodes: their shares of their ops' outputs are let go when a run ends. The
+  // transfers: those that share their source are let go too.
+  static constexpr const auto& output_positions = positions_of<node_kind::output>;
+  static constexpr const auto& transfer_positions = positions_of<node_kind::transfer>;
 
   // "3: add(1, 2) -> f32[?, 10]" per line.
   static std::string describe() {

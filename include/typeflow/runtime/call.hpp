@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // call<T>(device, op, inputs...): runs one op eagerly through the kernel that the registry picks
 // at compile time for (op, device, T), and gives its output (all of them, in a vector, for an op
-// with several). Everything that depends on the tensors' run-time dtypes
-// and shapes is checked and reported as a status; a missing kernel is a compile error.
+// with several), through the launch path every executor uses (launch.hpp). Everything that depends
+// on the tensors' run-time dtypes and shapes is checked and reported as a status; a missing kernel
+// is a compile error.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -18,6 +19,7 @@
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/op.hpp>
 #include <typeflow/registry/default_registry.hpp>
+#include <typeflow/runtime/launch.hpp>
 
 namespace typeflow {
 
@@ -54,19 +56,26 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
   } else {
     outputs = std::span<tensor>(&y, 1);
   }
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
-    auto out = infer(o, std::span<const tensor_spec>(specs), k);
-    if (!out.ok()) return out.status();
-    if (k == 0 && kernel_dtype<Op>(specs, *out) != dtype_of<T>)
-      return errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
-                                      inputs.empty() ? "the output" : "input 0", " has dtype ",
-                                      kernel_dtype<Op>(specs, *out));
-    auto made = device.allocate(out->type, out->dims);
-    if (!made.ok()) return made.status();
-    outputs[k] = std::move(*made);
-  }
-  kernel_context<Device> ctx{device, inputs, outputs};
-  if (auto st = run_kernel<kernel_type>(o, ctx); !st.ok()) return st;
+  const std::span<const tensor_spec> in_specs(specs);
+  status st = prepare_outputs(
+      outputs.size(),
+      [&](std::size_t k) -> result<tensor_spec> {
+        auto out = infer(o, in_specs, k);
+        if (out.ok() && k == 0 && kernel_dtype<Op>(in_specs, *out) != dtype_of<T>)
+          return errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
+                                          inputs.empty() ? "the output" : "input 0", " has dtype ",
+                                          kernel_dtype<Op>(in_specs, *out));
+        return out;
+      },
+      [&](std::size_t k, const tensor_spec& spec) -> status {
+        auto made = device.allocate(spec.type, spec.dims);
+        if (!made.ok()) return std::move(made).take_status();
+        outputs[k] = std::move(*made);
+        return ok_status();
+      });
+  if (!st.ok()) return st;
+  launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status result) { return result; });
+  if (!st.ok()) return st;
   return y;
 }
 

@@ -50,6 +50,7 @@
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/runtime/crash_handler.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
+#include <typeflow/runtime/launch.hpp>
 #include <typeflow/runtime/rendezvous.hpp>
 #include <typeflow/runtime/run_options.hpp>
 
@@ -76,6 +77,23 @@ struct runtime_step {
   const char* session = nullptr;               // the session's label in crash reports (runtime/crash_handler.hpp),
                                                // outliving the step; null: that of the running thread's scope
 };
+
+// A kernel of a dispatch table and the op value (runtime_op's) it runs: how a runtime graph's node
+// goes through the launch path (runtime/launch.hpp).
+template <class Device>
+struct table_kernel {
+  using device_type = Device;
+  static constexpr bool may_be_async = true;
+  const kernel_entry<Device>* entry;
+  const void* op;
+
+  bool async() const noexcept { return entry->compute_async != nullptr; }
+  status compute(kernel_context<Device>& ctx) const { return entry->compute(op, ctx); }
+  void compute_async(kernel_context<Device>& ctx, kernel_done done) const {
+    entry->compute_async(op, ctx, std::move(done));
+  }
+};
+
 
 template <class Device, class Registry = default_registry>
 class runtime_executor {
@@ -169,6 +187,7 @@ class runtime_executor {
           return errors::failed_precondition("node '", it.name, "' (", it.def.op, ") has key '", it.key,
                                              "', which is not among the keys of this step's rendezvous");
         n.key_slot = *slot;
+        if (it.kind == runtime_node_kind::recv) n.recv_index = e->num_recvs_++;
         e->transfers_ = true;
       }
       if (n.feed == npos && it.kind == runtime_node_kind::constant && device != nullptr &&
@@ -278,7 +297,50 @@ class runtime_executor {
     bool spec_known = false;               // every input's spec is fully defined, so the output's
                                            // is the graph's: no inference per run
     std::uint32_t key_slot = 0;            // _send and _recv: their key's slot in the rendezvous
+    std::uint32_t recv_index = 0;          // _recv: its record in a step's run_state::recvs
     tensor value;                          // a constant copied to the device's memory (else the graph's)
+  };
+
+  struct run_state;
+
+  // A _recv in flight: what its completion needs, kept in the step's state so that the callback the
+  // rendezvous holds is one pointer (std::function keeps that without allocating).
+  struct recv_record {
+    const runtime_executor* e = nullptr;
+    Device* device = nullptr;
+    run_state* s = nullptr;
+    std::uint32_t k = 0;
+    std::chrono::steady_clock::time_point t0;
+    detail::step_completion done{};
+
+    // The tensor (or the abort's status) has come. Nested receives completing on one thread go to
+    // the step's queue every max_inline_receives levels, so the stack stays bounded.
+    void arrived(status rst, tensor t) {
+      if (s->parallel != nullptr && detail::inline_receives >= detail::max_inline_receives) {
+        s->parallel->schedule([this, rst = std::move(rst), t = std::move(t)]() mutable { deliver(std::move(rst), std::move(t)); });
+        return;
+      }
+      ++detail::inline_receives;
+      deliver(std::move(rst), std::move(t));
+      --detail::inline_receives;
+    }
+    void deliver(status rst, tensor t) {
+      auto finish = e->node_finish(*device, *s, k, t0);
+      if (!rst.ok()) return done(finish(std::move(rst)));
+      tensor& y = s->outputs[e->nodes_[k].output_begin];
+      if (!t.valid()) {  // a control signal: an empty tensor
+        y = *tensor::borrow(nullptr, dtype::f32, shape{0});
+        return done(finish(ok_status()));
+      }
+      if (t.space().host_accessible() && device->space().host_accessible()) {  // host memory: the same buffer
+        y = std::move(t);
+        return done(finish(ok_status()));
+      }
+      to_device_async(t, *device, [this, &y, finish](status cst, tensor on_device) {
+        if (cst.ok()) y = std::move(on_device);
+        done(finish(std::move(cst)));
+      });
+    }
   };
 
   struct run_state {
@@ -286,6 +348,7 @@ class runtime_executor {
         : step(st), outputs(e.num_slots_), pending(new std::atomic<std::uint32_t>[e.nodes_.size()]),
           readers(new std::atomic<std::uint32_t>[e.num_slots_]), start(std::chrono::steady_clock::now()) {
       for (std::size_t k = 0; k < e.num_slots_; ++k) readers[k].store(e.slot_readers_[k], std::memory_order_relaxed);
+      if (e.num_recvs_ != 0) recvs = std::make_unique<recv_record[]>(e.num_recvs_);
       if (st.metadata) stats.resize(e.nodes_.size());
       ran.assign(st.metadata ? e.nodes_.size() : 0, 0);
     }
@@ -305,6 +368,7 @@ class runtime_executor {
     std::vector<unsigned char> ran;  // not vector<bool>: nodes on several threads write their own entry
     std::chrono::steady_clock::time_point start;
     detail::parallel_step<parallel_body>* parallel = nullptr;  // the step, where a deep receive continues
+    std::unique_ptr<recv_record[]> recvs;                      // by _recv node (node::recv_index)
   };
 
   struct parallel_body {
@@ -317,14 +381,6 @@ class runtime_executor {
     }
   };
 
-  // What an asynchronous kernel needs until it calls back: its inputs and its context.
-  struct async_frame {
-    async_frame(Device& device, std::vector<tensor> in, std::span<tensor> out, std::chrono::steady_clock::time_point started)
-        : inputs(std::move(in)), ctx{device, inputs, out}, t0(started) {}
-    std::vector<tensor> inputs;
-    kernel_context<Device> ctx;
-    std::chrono::steady_clock::time_point t0;
-  };
 
   // Runs node k. Returns true when it has finished, with its status in st; false when its kernel
   // is asynchronous and `done` is a completion, which the kernel's callback calls. With
@@ -370,8 +426,14 @@ class runtime_executor {
         st = errors::failed_precondition("node '", it.name, "' (_recv): the step has no rendezvous");
         return true;
       }
-      detail::parallel_step<parallel_body>* step = s.parallel;
       const std::uint32_t slot = n.key_slot;
+      if constexpr (std::is_same_v<Done, detail::step_completion>) {
+        recv_record& r = s.recvs[n.recv_index];
+        r = recv_record{this, &device, &s, k, t0, done};
+        rv->recv_async(slot, [&r](status rst, tensor t) { r.arrived(std::move(rst), std::move(t)); });
+        return false;
+      }
+      detail::parallel_step<parallel_body>* step = s.parallel;
       return run_async(device, s, k, st, done, t0, [&device, &y, rv, step, slot](kernel_done d) {
         auto deliver = [&device, &y, d = std::move(d)](status rst, tensor t) {
           if (!rst.ok()) return d(std::move(rst));
@@ -414,44 +476,41 @@ class runtime_executor {
         for (std::size_t i = 0; i < n.inputs.size(); ++i) specs[i] = in[i].spec();
       }
       const std::span<tensor> ys(&y, n.num_outputs);
-      for (std::size_t o = 0; o < ys.size(); ++o) {
-        tensor_spec spec = it.spec(o);
-        if (!n.spec_known) {
-          auto inferred = it.op.infer(specs, o);
-          if (!inferred.ok()) {
-            st = inferred.status().with_context(node_context(it));
-            return true;
-          }
-          spec = *inferred;
-        }
-        // Forwarding: the last reader of an unshared input of the output's spec writes over it.
-        if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) continue;
-        auto out = device.allocate(spec.type, spec.dims);
-        if (!out.ok()) {
-          st = out.status().with_context(node_context(it));
-          return true;
-        }
-        ys[o] = std::move(*out);
-      }
-      if (async) {
-        auto* frame = new async_frame(device, std::move(large_in), ys, t0);
-        const void* op = it.op.get();
-        return run_async(device, s, k, st, done, t0, [&it, op, frame](kernel_done d) {
-          it.kernel->compute_async(op, frame->ctx, [frame, d = std::move(d)](status result) {
-            delete frame;
-            d(std::move(result));
+      st = prepare_outputs(
+          ys.size(),
+          [&](std::size_t o) -> result<tensor_spec> {
+            if (n.spec_known) return it.spec(o);
+            return it.op.infer(specs, o);
+          },
+          [&](std::size_t o, const tensor_spec& spec) -> status {
+            // Forwarding: the last reader of an unshared input of the output's spec writes over it.
+            if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) return ok_status();
+            auto out = device.allocate(spec.type, spec.dims);
+            if (!out.ok()) return std::move(out).take_status();
+            ys[o] = std::move(*out);
+            return ok_status();
           });
-        });
-      }
-      kernel_context<Device> ctx{device, std::span<const tensor>(in.data(), in.size()), ys};
-      st = it.kernel->compute(it.op.get(), ctx);
       if (!st.ok()) {
         st = st.with_context(node_context(it));
         return true;
       }
+      const table_kernel<Device> kernel{it.kernel, it.op.get()};
+      auto finish = node_finish(device, s, k, t0);
+      if (async || n.inputs.size() > small) return launch(device, kernel, large_in, ys, st, finish, done);
+      std::span<const tensor> few(small_in.data(), n.inputs.size());  // a synchronous kernel: read in place
+      return launch(device, kernel, few, ys, st, finish, done);
     }
     finish_node(device, s, k, t0);
     return true;
+  }
+
+  // What ends node k: an error names the node; else finish_node.
+  auto node_finish(Device& device, run_state& s, std::uint32_t k, std::chrono::steady_clock::time_point t0) const {
+    return [this, &device, &s, k, t0](status result) -> status {
+      if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
+      finish_node(device, s, k, t0);
+      return ok_status();
+    };
   }
 
   // Makes y share the buffer of an input of node n that it is the last reader of, when nothing
@@ -473,11 +532,7 @@ class runtime_executor {
   template <class Done, class Start>
   bool run_async(Device& device, run_state& s, std::uint32_t k, status& st, Done done,
                  std::chrono::steady_clock::time_point t0, Start&& start) const {
-    auto finish = [this, &device, &s, k, t0](status result) -> status {
-      if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
-      finish_node(device, s, k, t0);
-      return ok_status();
-    };
+    auto finish = node_finish(device, s, k, t0);
     if constexpr (std::is_same_v<Done, std::nullptr_t>) {
       st = finish(wait_for_done(std::forward<Start>(start)));
       return true;
@@ -527,6 +582,7 @@ class runtime_executor {
   std::vector<std::size_t> fetches_;      // by output slot
   std::vector<tensor_spec> feed_specs_;
   std::uint32_t num_slots_ = 0;           // outputs of every node
+  std::uint32_t num_recvs_ = 0;           // _recv nodes
   std::vector<std::uint32_t> slot_readers_;  // data edges out of each output slot, plus one per fetch
   // The step DAG the parallel executor schedules (edges by local index).
   std::vector<std::uint32_t> successor_begin_;

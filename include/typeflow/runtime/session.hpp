@@ -201,17 +201,27 @@ class session {
 
  private:
   explicit session(const group& devices) : devices_(devices), variables_(Graph::num_variables) {
-    static_assert(unknown_device() == Graph::size || compile_error<detail::text_constant<[] {
-                    constexpr std::size_t u = unknown_device();
+    static_assert(same_name_leaf() == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = same_name_leaf();
                     if constexpr (u == Graph::size) return detail::text();
                     else
-                      return detail::cat("session: node ", u, " (", Graph::names[u], ") is placed on ",
-                                         Graph::device_types[u], " (",
-                                         detail::type_name<device_of_node<node_at_t<u, typename Graph::nodes>>>(),
-                                         "), which is not among the session's devices: ", group::describe().view(),
-                                         "; give the session a tf::device_group with a device of that type");
+                      return detail::cat("session: the graph has two ", to_string(Graph::kinds[u]), "s named '",
+                                         Graph::names[u], "' (node ", u,
+                                         " is the second); a leaf given to tf::on<D> is a new node: place it once, "
+                                         "as constexpr auto x = tf::on<D>(tf::input<...>), and use that expression "
+                                         "everywhere");
                   }>::value>::value,
-                  "session: every device type the graph places nodes on must be among the session's devices");
+                  "session: inputs and variables must have distinct names");
+  }
+
+  // The first input or variable with the name of an earlier one of its kind, or Graph::size.
+  static constexpr std::size_t same_name_leaf() {
+    const auto& leaves = Graph::leaf_positions;
+    for (std::size_t b = 0; b < leaves.size(); ++b)
+      for (std::size_t a = 0; a < b; ++a)
+        if (Graph::kinds[leaves[a]] == Graph::kinds[leaves[b]] && Graph::names[leaves[a]] == Graph::names[leaves[b]])
+          return leaves[b];
+    return Graph::size;
   }
   void make_pool(parallel p) {
     auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");
@@ -219,31 +229,28 @@ class session {
     else init_ = pool.status();
   }
 
-  // The position of node P's device in the group (group::size when the group has none of its type:
-  // the constructor reports it, and the first device stands in so that no other error follows).
+  // The position of node P's device in the group (a run whose plan has a node of a type the group
+  // lacks does not compile; the first device stands in for it meanwhile).
   template <std::size_t P>
   static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, typename Graph::nodes>>>;
   template <std::size_t P>
   static constexpr std::size_t device_index = group_index<P> < group::size ? group_index<P> : 0;
-  static constexpr std::size_t unknown_device() {
-    return []<std::size_t... Ps>(std::index_sequence<Ps...>) {
-      std::size_t first = Graph::size;
-      ((first = first == Graph::size && group_index<Ps> == group::size ? Ps : first), ...);
-      return first;
-    }(std::make_index_sequence<Graph::size>{});
-  }
   template <std::size_t P>
   auto& device_of() {
     return devices_.template get<device_index<P>>();
   }
 
-  // A fetched tensor in memory the host cannot read becomes a host copy.
+  // What a run gives for the fetch of node P: its tensor, or a host copy of it when the host cannot
+  // read its memory (the node keeps its buffer on the device for the next run).
   template <std::size_t P>
-  status fetch_to_host(tensor& t) {
-    if (t.space().host_accessible()) return ok_status();
+  status fetch_to_host(const tensor& t, tensor& out) {
+    if (t.space().host_accessible()) {
+      out = t;
+      return ok_status();
+    }
     auto host = wait_for_tensor([&](tensor_done done) { to_host_async(t, device_of<P>(), std::move(done)); });
     if (!host.ok()) return host.status().with_context(detail::cat("fetch of node ", P, " (", Graph::names[P], ")").view());
-    t = std::move(*host);
+    out = std::move(*host);
     return ok_status();
   }
 
@@ -371,18 +378,31 @@ class session {
     if (!st.ok()) return st;
 
     using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
+    constexpr std::size_t unknown = executor::first_unknown_device;
+    static_assert(unknown == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = executor::first_unknown_device;
+                    if constexpr (u == Graph::size) return detail::text();
+                    else
+                      return detail::cat("session::run: node ", u, " (", Graph::names[u], ") is placed on ",
+                                         Graph::device_types[u], " (",
+                                         detail::type_name<device_of_node<node_at_t<u, typename Graph::nodes>>>(),
+                                         "), which is not among the session's devices: ", group::describe().view(),
+                                         "; give the session a tf::device_group with a device of that type");
+                  }>::value>::value,
+                  "session::run: every device type the run's nodes are placed on must be among the session's devices");
     std::unique_ptr<state> s = acquire();
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
     if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
     else st = executor::run(devices_, *s, env);
-    (void)((st.ok() && (st = fetch_to_host<Plan::fetches[Fs]>(s->slots[Plan::fetches[Fs]]), st.ok())) && ...);
+    std::array<tensor, sizeof...(Fs)> fetched;
+    (void)((st.ok() && (st = fetch_to_host<Plan::fetches[Fs]>(s->slots[Plan::fetches[Fs]], fetched[Fs]), st.ok())) && ...);
     if (!st.ok()) {
       executor::release_leaves(*s);
       release(std::move(s));
       return st;
     }
     std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...> out{
-        typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(s->slots[Plan::fetches[Fs]])...};
+        typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(std::move(fetched[Fs]))...};
     executor::release_leaves(*s);
     release(std::move(s));
     return out;

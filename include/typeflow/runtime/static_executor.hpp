@@ -34,6 +34,7 @@
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/plan.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/runtime/launch.hpp>
 #include <typeflow/runtime/run_time_plans.hpp>
 #include <typeflow/runtime/variable_store.hpp>
 
@@ -69,7 +70,7 @@ class static_executor {
   using memory = static_memory_plan<Plan>;
 
   // The device of node P: its position in the group, and its policy type. (A type the group lacks
-  // is reported by run(); the first device stands in for it, so that is the only error.)
+  // is reported by run() and the session; the first device stands in for it meanwhile.)
   template <std::size_t P>
   static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, nodes>>>;
   template <std::size_t P>
@@ -129,7 +130,7 @@ class static_executor {
   }
 
   // Whether a parallel executor hands step K to the pool: its kernel's is_expensive; steps that
-  // only move a tensor (inputs, variables, constants, assigns) are cheap.
+  // only move a tensor (inputs, variables, constants, assigns, transfers) are cheap.
   template <std::size_t K>
   static constexpr bool expensive() {
     constexpr std::size_t P = Plan::steps[K];
@@ -138,11 +139,13 @@ class static_executor {
   }
 
   // Drops what a finished run must not keep: transfers that share their source (or whose copy was
-  // fetched), fed tensors, variable values, and the output nodes' shares of their ops' outputs.
+  // fetched), fed tensors and variable values (a feed's copy on a device is kept, for the next run's
+  // copy), and the output nodes' shares of their ops' outputs.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::transfer_positions)
       if (s.slots[i].use_count() != 1) s.slots[i] = tensor();
-    for (std::size_t i : graph::leaf_positions) s.slots[i] = tensor();
+    for (std::size_t i : graph::leaf_positions)
+      if (s.slots[i].use_count() != 1 || s.slots[i].space().host_accessible()) s.slots[i] = tensor();
     for (std::size_t i : graph::output_positions) s.slots[i] = tensor();
   }
 
@@ -165,7 +168,7 @@ class static_executor {
     auto* base = static_cast<std::byte*>(s.arena.data());
     for (std::size_t p = 0; p < graph::size; ++p) {
       if (!l.planned[p]) continue;
-      auto t = tensor::borrow(base + l.offset(p), graph::specs[p].type, sh[p]);
+      auto t = tensor::borrow(base + l.offset(p), graph::specs[p].type, sh[p], s.arena.space());
       if (!t.ok()) return std::move(t).take_status();
       s.slots[p] = std::move(*t);
     }
@@ -298,7 +301,9 @@ class static_executor {
                                                    " cannot read; copy it to the host first"));
     if (auto st = prepare_output(device, y, x.spec()); !st.ok()) return with_node<P>(st);
     status st = wait_for_done([&](kernel_done done) { copy_into_async(x, device, y, device, std::move(done)); });
-    return st.ok() ? st : with_node<P>(st);
+    if (st.ok()) return st;
+    y = tensor();  // not a constant's value, nor a feed's
+    return with_node<P>(st);
   }
 
   // Transfer step P: its input's value on P's device; the same tensor when both devices read host
@@ -351,6 +356,13 @@ class static_executor {
     return true;
   }
 
+  template <std::size_t N>
+  static constexpr bool all_defined(const std::array<tensor_spec, N>& specs) {
+    for (const tensor_spec& spec : specs)
+      if (!spec.dims.is_fully_defined()) return false;
+    return true;
+  }
+
   template <std::size_t K>
   static std::array<tensor_spec, K> specs_of(const std::array<tensor, K>& in) {
     std::array<tensor_spec, K> specs;
@@ -358,131 +370,62 @@ class static_executor {
     return specs;
   }
 
-  // What an asynchronous kernel needs until it calls back.
-  template <std::size_t K, class Device>
-  struct async_frame {
-    async_frame(Device& device, const std::array<tensor, K>& in, std::span<tensor> out)
-        : inputs(in), ctx{device, std::span<const tensor>(inputs), out} {}
-    std::array<tensor, K> inputs;
-    kernel_context<Device> ctx;
-  };
+  // The static spec of each output of op step P (one, or an op's several): what inference gives
+  // for any run when every input's shape is static.
+  template <std::size_t P, auto Op, auto Inputs>
+  static constexpr auto static_output_specs = [] {
+    constexpr std::size_t n = graph::multi_output[P] ? graph::num_outputs[P] : 1;
+    std::array<tensor_spec, Inputs.size()> in{};
+    for (std::size_t i = 0; i < Inputs.size(); ++i) in[i] = graph::specs[Inputs[i]];
+    std::array<tensor_spec, n> out{};
+    if constexpr (graph::multi_output[P])
+      for (std::size_t o = 0; o < n; ++o) out[o] = *infer(Op, std::span<const tensor_spec>(in), o);
+    else out[0] = graph::specs[P];
+    return out;
+  }();
 
+  // Op step P through the launch path (runtime/launch.hpp). Its outputs are the slots
+  // output_slot(P, 0..n): an intermediate of the memory plan already points into the arena (a
+  // run-time shape was inferred when the plan was made); any other keeps its own buffer from run
+  // to run (prepare_output). A spec is inferred from this run's inputs unless it is static and so
+  // are the inputs' shapes, so a static output of an input with a run-time dimension (reshape to
+  // [6], top_k) is checked every run.
   template <std::size_t P, auto Op, auto Inputs, class Done = std::nullptr_t>
   static bool run_op(const group& g, state& s, status& st, Done done = nullptr) {
-    if constexpr (graph::multi_output[P]) return run_outputs_op<P, Op, Inputs>(g, s, st, done);
     using Device = device_t<P>;
     Device& device = g.template get<device_index<P>>();
-    st = ok_status();
     constexpr std::size_t k = Inputs.size();
-    constexpr tensor_spec spec = graph::specs[P];
+    constexpr auto specs = static_output_specs<P, Op, Inputs>;
     using kernel = step_kernel<P, Op, Inputs>;
 
     std::array<tensor, k> in;
     for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
-
-    tensor& y = s.slots[P];
-    const bool in_arena = PlanMemory && memory::plannable[P] && !y.owns_buffer() && y.data() != nullptr;
-    void* const planned_at = y.data();
-    // The output's spec: the static one when every input's shape is static too; else inferred
-    // from this run's inputs, which also checks that the op accepts them (a static output of an
-    // input with a run-time dimension: reshape to [6], top_k). An arena slot of run-time shape was
-    // inferred when its plan was made for these input shapes.
-    tensor_spec out = spec;
-    if constexpr (!inputs_known<Inputs>() || !spec.dims.is_fully_defined()) {
-      if (!in_arena || spec.dims.is_fully_defined()) {
-        const auto specs = specs_of(in);
-        auto inferred = infer(Op, std::span<const tensor_spec>(specs));
-        if (!inferred.ok()) return st = with_node<P>(inferred.status()), true;
-        out = *inferred;
-      }
-    }
-    if (!in_arena) {
-      if (st = prepare_output(device, y, out); !st.ok()) return st = with_node<P>(st), true;
+    const std::span<tensor> ys(&s.slots[graph::output_slot(P, 0)], specs.size());
+    const bool in_arena = PlanMemory && memory::plannable[P] && !ys[0].owns_buffer() && ys[0].data() != nullptr;
+    void* const planned_at = ys[0].data();
+    if (!in_arena || !(inputs_known<Inputs>() || !specs[0].dims.is_fully_defined())) {
+      std::array<tensor_spec, k> in_specs{};
+      if constexpr (!inputs_known<Inputs>() || !all_defined(specs)) in_specs = specs_of(in);
+      st = prepare_outputs(
+          specs.size(),
+          [&](std::size_t o) -> result<tensor_spec> {
+            if (inputs_known<Inputs>() && specs[o].dims.is_fully_defined()) return specs[o];
+            return infer(Op, std::span<const tensor_spec>(in_specs), o);
+          },
+          [&](std::size_t o, const tensor_spec& spec) { return in_arena ? ok_status() : prepare_output(device, ys[o], spec); });
+      if (!st.ok()) return st = with_node<P>(st), true;
     }
     // The plan gave this output its place in the arena; a kernel that put a view of another
     // buffer there instead would outlive that buffer's planned lifetime.
     // in_arena is init-captured: without PlanMemory it is a constant expression, and Clang 19
     // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
-    auto check = [&s, in_arena = in_arena, planned_at](status result) {
+    auto finish = [&s, in_arena = in_arena, planned_at](status result) {
       if (!result.ok()) return with_node<P>(result);
       if (in_arena && s.slots[P].data() != planned_at)
         return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
       return ok_status();
     };
-    if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
-      auto* frame = new async_frame<k, Device>(device, in, std::span<tensor>(&y, 1));
-      kernel::compute_async(Op, frame->ctx, [frame, check, done](status result) {
-        delete frame;
-        done(check(std::move(result)));
-      });
-      return false;
-    } else {
-      kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(&y, 1)};
-      st = check(run_kernel<kernel>(Op, ctx));
-      return true;
-    }
-  }
-
-  // An op with several outputs: they are not in the arena, so each keeps its own buffer from run
-  // to run (prepare_output). They leave their slots for an array the kernel writes (on this stack,
-  // or in an asynchronous kernel's frame) and go back when it ends.
-  template <std::size_t P, auto Op, auto Inputs, class Done>
-  static bool run_outputs_op(const group& g, state& s, status& st, Done done) {
-    using Device = device_t<P>;
-    Device& device = g.template get<device_index<P>>();
-    constexpr std::size_t k = Inputs.size();
-    constexpr std::size_t n = graph::num_outputs[P];
-    using kernel = step_kernel<P, Op, Inputs>;
-    using outputs = std::array<tensor, n>;
-    constexpr auto static_specs = [] {
-      std::array<tensor_spec, k> in{};
-      for (std::size_t i = 0; i < k; ++i) in[i] = graph::specs[Inputs[i]];
-      std::array<tensor_spec, n> out{};
-      for (std::size_t o = 0; o < n; ++o) out[o] = *infer(Op, std::span<const tensor_spec>(in), o);
-      return out;
-    }();
-    std::array<tensor, k> in;
-    for (std::size_t i = 0; i < k; ++i) in[i] = s.slots[Inputs[i]].view();
-    auto take = [&](outputs& ys) -> status {
-      const auto specs = specs_of(in);
-      for (std::size_t o = 0; o < n; ++o) {
-        ys[o] = std::move(s.slots[graph::output_slot(P, o)]);
-        auto spec = inputs_known<Inputs>() && static_specs[o].dims.is_fully_defined()
-                        ? result<tensor_spec>(static_specs[o])
-                        : infer(Op, std::span<const tensor_spec>(specs), o);
-        if (!spec.ok()) return with_node<P>(spec.status());
-        if (auto made = prepare_output(device, ys[o], *spec); !made.ok()) return with_node<P>(made);
-      }
-      return ok_status();
-    };
-    auto give_back = [&s](outputs& ys, const status& result) {
-      for (std::size_t o = 0; o < n; ++o) s.slots[graph::output_slot(P, o)] = std::move(ys[o]);
-      return result.ok() ? ok_status() : with_node<P>(result);
-    };
-    if constexpr (async_kernel<kernel> && !std::is_same_v<Done, std::nullptr_t>) {
-      struct frame {
-        outputs ys;
-        async_frame<k, Device> call;
-      };
-      auto* f = new frame{{}, async_frame<k, Device>(device, in, {})};
-      f->call.ctx.outputs = std::span<tensor>(f->ys);
-      if (st = take(f->ys); !st.ok()) {
-        delete f;
-        return true;
-      }
-      kernel::compute_async(Op, f->call.ctx, [f, give_back, done](status result) {
-        const status st = give_back(f->ys, result);
-        delete f;
-        done(st);
-      });
-      return false;
-    } else {
-      outputs ys;
-      if (st = take(ys); !st.ok()) return true;
-      kernel_context<Device> ctx{device, std::span<const tensor>(in), std::span<tensor>(ys)};
-      st = give_back(ys, run_kernel<kernel>(Op, ctx));
-      return true;
-    }
+    return launch(device, compiled_kernel<kernel>{Op}, in, ys, st, finish, done);
   }
 
   // Reuses the node's buffer when nothing else holds it and it fits; allocates otherwise.

@@ -11,7 +11,9 @@
 //  - Memory: every intermediate keeps a buffer of its own in the state, reused from run to run
 //    while its shape holds (no heap allocation per step once sized). The arena of the sequential
 //    executor's memory plan assumes the sequential order of steps and is not used here.
-//  - Asynchronous kernels finish through their callback; the pool thread goes on meanwhile.
+//  - Asynchronous kernels finish through their callback; the pool thread goes on meanwhile. So do
+//    transfers to or from a device whose copies complete through a callback: the steps of
+//    several devices run at once wherever the DAG lets them.
 #pragma once
 
 #include <typeflow/fwd.hpp>

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// launch: the one way an op's kernel runs, for eager calls (call.hpp), the static executor and the
+// runtime executor alike. Each front end decides where an output's buffer comes from (a fresh
+// allocation, the memory plan's arena, its own buffer from the last run, an input it forwards) and
+// whether its spec is known or inferred; prepare_outputs walks the outputs with those two answers.
+// launch then builds the kernel context and runs the kernel: a synchronous one in place, an
+// asynchronous one with its inputs and context in a frame that lives until it calls back (or
+// waited for, where the caller cannot continue without it), and hands the kernel's status to the
+// caller's `finish`, which names the node in an error and records what the front end records
+// (the runtime executor's step stats and reader counts).
+// A kernel is what compiled_kernel<K>{op} is (a kernel chosen at compile time: eager calls, static
+// graphs) or the runtime executor's table_kernel (a dispatch-table entry): device_type,
+// may_be_async, async(), compute(ctx), compute_async(ctx, done).
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <cstddef>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/kernels/kernel.hpp>
+
+namespace typeflow {
+
+// A kernel type K and the op value it runs.
+template <class K>
+struct compiled_kernel {
+  using device_type = typename K::device_type;
+  static constexpr bool may_be_async = async_kernel<K>;
+  const typename K::op_type& op;
+
+  static constexpr bool async() noexcept { return may_be_async; }
+  status compute(kernel_context<device_type>& ctx) const {
+    require_kernel<K>();
+    if constexpr (sync_kernel<K>) return K::compute(op, ctx);
+    else return errors::internal(K::op_type::name, ": an asynchronous kernel was run synchronously");
+  }
+  void compute_async(kernel_context<device_type>& ctx, kernel_done done) const {
+    if constexpr (async_kernel<K>) K::compute_async(op, ctx, std::move(done));
+    else done(compute(ctx));
+  }
+};
+
+// Gives each of n outputs its spec (spec_of(k) -> result<tensor_spec>: the static one, or the op's
+// inference with its own message) and then its buffer (provide(k, spec) -> status). The first
+// error, or ok.
+template <class SpecOf, class Provide>
+status prepare_outputs(std::size_t n, SpecOf&& spec_of, Provide&& provide) {
+  for (std::size_t k = 0; k < n; ++k) {
+    auto spec = spec_of(k);
+    if (!spec.ok()) return std::move(spec).take_status();
+    if (auto st = provide(k, *spec); !st.ok()) return st;
+  }
+  return ok_status();
+}
+
+// What an asynchronous kernel keeps until it calls back: its inputs (a std::array or std::vector
+// of tensors) and its context.
+template <class Device, class Inputs>
+struct launch_frame {
+  launch_frame(Device& device, Inputs in, std::span<tensor> out)
+      : inputs(std::move(in)), ctx{device, std::span<const tensor>(inputs), out} {}
+  Inputs inputs;
+  kernel_context<Device> ctx;
+};
+
+// Runs `kernel` on `inputs` into `outputs` (their buffers given). Returns true when it has
+// finished, with finish(its status) in st; false when the kernel is asynchronous and `done` is a
+// completion: then `inputs` has moved into a frame, and done(finish(status)) is called once, from
+// any thread (the outputs must stay where they are until then). With done == nullptr an
+// asynchronous kernel is waited for.
+template <class Kernel, class Inputs, class Finish, class Done = std::nullptr_t>
+bool launch(typename Kernel::device_type& device, const Kernel& kernel, Inputs& inputs, std::span<tensor> outputs,
+            status& st, Finish finish, Done done = nullptr) {
+  using Device = typename Kernel::device_type;
+  if constexpr (Kernel::may_be_async) {
+    if (kernel.async()) {
+      if constexpr (std::is_same_v<Done, std::nullptr_t>) {
+        kernel_context<Device> ctx{device, std::span<const tensor>(inputs), outputs};
+        st = finish(wait_for_done([&](kernel_done d) { kernel.compute_async(ctx, std::move(d)); }));
+        return true;
+      } else {
+        auto* frame = new launch_frame<Device, Inputs>(device, std::move(inputs), outputs);
+        kernel.compute_async(frame->ctx, kernel_done([frame, finish = std::move(finish), done](status result) mutable {
+          delete frame;
+          done(finish(std::move(result)));
+        }));
+        return false;
+      }
+    }
+  }
+  kernel_context<Device> ctx{device, std::span<const tensor>(inputs), outputs};
+  st = finish(kernel.compute(ctx));
+  return true;
+}
+
+} // namespace typeflow
