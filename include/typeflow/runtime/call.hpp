@@ -57,24 +57,30 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
     outputs = std::span<tensor>(&y, 1);
   }
   const std::span<const tensor_spec> in_specs(specs);
-  status st = prepare_outputs(
-      outputs.size(),
-      [&](std::size_t k) -> result<tensor_spec> {
-        auto out = infer(o, in_specs, k);
-        if (out.ok() && k == 0 && kernel_dtype<Op>(in_specs, *out) != dtype_of<T>)
-          return errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
-                                          inputs.empty() ? "the output" : "input 0", " has dtype ",
-                                          kernel_dtype<Op>(in_specs, *out));
+  status st;
+  const bool prepared = prepare_outputs(
+      outputs.size(), st,
+      [&](std::size_t k, tensor_spec& scratch, status& error) -> const tensor_spec* {
+        const tensor_spec* out = inferred_spec(infer(o, in_specs, k), scratch, error);
+        if (out != nullptr && k == 0 && kernel_dtype<Op>(in_specs, *out) != dtype_of<T>) {
+          error = errors::invalid_argument(Op::name, ": called with the kernel for ", name_of(dtype_of<T>), " but ",
+                                           inputs.empty() ? "the output" : "input 0", " has dtype ",
+                                           kernel_dtype<Op>(in_specs, *out));
+          return nullptr;
+        }
         return out;
       },
-      [&](std::size_t k, const tensor_spec& spec) -> status {
+      [&](std::size_t k, const tensor_spec& spec, status& error) {
         auto made = device.allocate(spec.type, spec.dims);
-        if (!made.ok()) return std::move(made).take_status();
+        if (!made.ok()) {
+          error = std::move(made).take_status();
+          return false;
+        }
         outputs[k] = std::move(*made);
-        return ok_status();
+        return true;
       });
-  if (!st.ok()) return st;
-  launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status result) { return result; });
+  if (!prepared) return st;
+  launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status&) {});
   if (!st.ok()) return st;
   return y;
 }

@@ -301,8 +301,6 @@ class runtime_executor {
     tensor value;                          // a constant copied to the device's memory (else the graph's)
   };
 
-  struct run_state;
-
   // A _recv in flight: what its completion needs, kept in the step's state so that the callback the
   // rendezvous holds is one pointer (std::function keeps that without allocating).
   struct recv_record {
@@ -325,21 +323,24 @@ class runtime_executor {
       --detail::inline_receives;
     }
     void deliver(status rst, tensor t) {
-      auto finish = e->node_finish(*device, *s, k, t0);
-      if (!rst.ok()) return done(finish(std::move(rst)));
+      if (!rst.ok()) return end(std::move(rst));
       tensor& y = s->outputs[e->nodes_[k].output_begin];
       if (!t.valid()) {  // a control signal: an empty tensor
         y = *tensor::borrow(nullptr, dtype::f32, shape{0});
-        return done(finish(ok_status()));
+        return end(ok_status());
       }
       if (t.space().host_accessible() && device->space().host_accessible()) {  // host memory: the same buffer
         y = std::move(t);
-        return done(finish(ok_status()));
+        return end(ok_status());
       }
-      to_device_async(t, *device, [this, &y, finish](status cst, tensor on_device) {
+      to_device_async(t, *device, [this, &y](status cst, tensor on_device) {
         if (cst.ok()) y = std::move(on_device);
-        done(finish(std::move(cst)));
+        end(std::move(cst));
       });
+    }
+    void end(status st) {
+      e->node_finish(*device, *s, k, t0)(st);
+      done(std::move(st));
     }
   };
 
@@ -476,21 +477,24 @@ class runtime_executor {
         for (std::size_t i = 0; i < n.inputs.size(); ++i) specs[i] = in[i].spec();
       }
       const std::span<tensor> ys(&y, n.num_outputs);
-      st = prepare_outputs(
-          ys.size(),
-          [&](std::size_t o) -> result<tensor_spec> {
-            if (n.spec_known) return it.spec(o);
-            return it.op.infer(specs, o);
+      const bool prepared = prepare_outputs(
+          ys.size(), st,
+          [&](std::size_t o, tensor_spec& scratch, status& error) -> const tensor_spec* {
+            if (n.spec_known) return &it.spec(o);
+            return inferred_spec(it.op.infer(specs, o), scratch, error);
           },
-          [&](std::size_t o, const tensor_spec& spec) -> status {
+          [&](std::size_t o, const tensor_spec& spec, status& error) {
             // Forwarding: the last reader of an unshared input of the output's spec writes over it.
-            if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) return ok_status();
+            if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) return true;
             auto out = device.allocate(spec.type, spec.dims);
-            if (!out.ok()) return std::move(out).take_status();
+            if (!out.ok()) {
+              error = std::move(out).take_status();
+              return false;
+            }
             ys[o] = std::move(*out);
-            return ok_status();
+            return true;
           });
-      if (!st.ok()) {
+      if (!prepared) {
         st = st.with_context(node_context(it));
         return true;
       }
@@ -506,10 +510,9 @@ class runtime_executor {
 
   // What ends node k: an error names the node; else finish_node.
   auto node_finish(Device& device, run_state& s, std::uint32_t k, std::chrono::steady_clock::time_point t0) const {
-    return [this, &device, &s, k, t0](status result) -> status {
-      if (!result.ok()) return result.with_context(node_context((*graph_)[nodes_[k].item]));
-      finish_node(device, s, k, t0);
-      return ok_status();
+    return [this, &device, &s, k, t0](status& result) __attribute__((always_inline)) {
+      if (!result.ok()) result = result.with_context(node_context((*graph_)[nodes_[k].item]));
+      else finish_node(device, s, k, t0);
     };
   }
 
@@ -534,10 +537,14 @@ class runtime_executor {
                  std::chrono::steady_clock::time_point t0, Start&& start) const {
     auto finish = node_finish(device, s, k, t0);
     if constexpr (std::is_same_v<Done, std::nullptr_t>) {
-      st = finish(wait_for_done(std::forward<Start>(start)));
+      st = wait_for_done(std::forward<Start>(start));
+      finish(st);
       return true;
     } else {
-      start(kernel_done([finish, done](status result) { done(finish(std::move(result))); }));
+      start(kernel_done([finish, done](status result) {
+        finish(result);
+        done(std::move(result));
+      }));
       return false;
     }
   }

@@ -395,7 +395,7 @@ class static_executor {
     using Device = device_t<P>;
     Device& device = g.template get<device_index<P>>();
     constexpr std::size_t k = Inputs.size();
-    constexpr auto specs = static_output_specs<P, Op, Inputs>;
+    constexpr const auto& specs = static_output_specs<P, Op, Inputs>;
     using kernel = step_kernel<P, Op, Inputs>;
 
     std::array<tensor, k> in;
@@ -406,24 +406,27 @@ class static_executor {
     if (!in_arena || !(inputs_known<Inputs>() || !specs[0].dims.is_fully_defined())) {
       std::array<tensor_spec, k> in_specs{};
       if constexpr (!inputs_known<Inputs>() || !all_defined(specs)) in_specs = specs_of(in);
-      st = prepare_outputs(
-          specs.size(),
-          [&](std::size_t o) -> result<tensor_spec> {
-            if (inputs_known<Inputs>() && specs[o].dims.is_fully_defined()) return specs[o];
-            return infer(Op, std::span<const tensor_spec>(in_specs), o);
+      const bool prepared = prepare_outputs(
+          specs.size(), st,
+          [&](std::size_t o, tensor_spec& scratch, status& error) -> const tensor_spec* {
+            if (inputs_known<Inputs>() && specs[o].dims.is_fully_defined()) return &specs[o];
+            return inferred_spec(infer(Op, std::span<const tensor_spec>(in_specs), o), scratch, error);
           },
-          [&](std::size_t o, const tensor_spec& spec) { return in_arena ? ok_status() : prepare_output(device, ys[o], spec); });
-      if (!st.ok()) return st = with_node<P>(st), true;
+          [&](std::size_t o, const tensor_spec& spec, status& error) {
+            if (in_arena) return true;
+            error = prepare_output(device, ys[o], spec);
+            return error.ok();
+          });
+      if (!prepared) return st = with_node<P>(st), true;
     }
     // The plan gave this output its place in the arena; a kernel that put a view of another
     // buffer there instead would outlive that buffer's planned lifetime.
     // in_arena is init-captured: without PlanMemory it is a constant expression, and Clang 19
     // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
-    auto finish = [&s, in_arena = in_arena, planned_at](status result) {
-      if (!result.ok()) return with_node<P>(result);
-      if (in_arena && s.slots[P].data() != planned_at)
-        return with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
-      return ok_status();
+    auto finish = [&s, in_arena = in_arena, planned_at](status& result) {
+      if (!result.ok()) result = with_node<P>(result);
+      else if (in_arena && s.slots[P].data() != planned_at)
+        result = with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
     };
     return launch(device, compiled_kernel<kernel>{Op}, in, ys, st, finish, done);
   }
