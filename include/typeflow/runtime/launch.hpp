@@ -26,11 +26,13 @@
 
 namespace typeflow {
 
-// A kernel type K and the op value it runs.
+// A kernel type K and the op value it runs. A kernel with both compute and compute_async runs its
+// compute here, as run_kernel did (the dispatch tables prefer compute_async; no kernel of the tree
+// has both).
 template <class K>
 struct compiled_kernel {
   using device_type = typename K::device_type;
-  static constexpr bool may_be_async = async_kernel<K>;
+  static constexpr bool may_be_async = async_kernel<K> && !sync_kernel<K>;
   const typename K::op_type& op;
 
   static constexpr bool async() noexcept { return may_be_async; }

@@ -433,32 +433,12 @@ class runtime_executor {
         r = recv_record{this, &device, &s, k, t0, done};
         rv->recv_async(slot, [&r](status rst, tensor t) { r.arrived(std::move(rst), std::move(t)); });
         return false;
+      } else {
+        // Receives run only in a partition's asynchronous step: the sequential and parallel runs
+        // refuse graphs with transfers, and a step's prologue holds feeds and constants only.
+        st = errors::internal("node '", it.name, "' (_recv) started outside an asynchronous step");
+        return true;
       }
-      detail::parallel_step<parallel_body>* step = s.parallel;
-      return run_async(device, s, k, st, done, t0, [&device, &y, rv, step, slot](kernel_done d) {
-        auto deliver = [&device, &y, d = std::move(d)](status rst, tensor t) {
-          if (!rst.ok()) return d(std::move(rst));
-          if (!t.valid()) {  // a control signal: an empty tensor
-            y = *tensor::borrow(nullptr, dtype::f32, shape{0});
-            return d(ok_status());
-          }
-          to_device_async(t, device, [&y, d](status cst, tensor on_device) {
-            if (cst.ok()) y = std::move(on_device);
-            d(std::move(cst));
-          });
-        };
-        rv->recv_async(slot, [step, deliver = std::move(deliver)](status rst, tensor t) mutable {
-          if (step != nullptr && detail::inline_receives >= detail::max_inline_receives) {
-            step->schedule([deliver = std::move(deliver), rst = std::move(rst), t = std::move(t)]() mutable {
-              deliver(std::move(rst), std::move(t));
-            });
-            return;
-          }
-          ++detail::inline_receives;
-          deliver(std::move(rst), std::move(t));
-          --detail::inline_receives;
-        });
-      });
     } else {
       constexpr std::size_t small = 4;
       std::array<tensor, small> small_in;

@@ -139,13 +139,15 @@ class static_executor {
   }
 
   // Drops what a finished run must not keep: transfers that share their source (or whose copy was
-  // fetched), fed tensors and variable values (a feed's copy on a device is kept, for the next run's
-  // copy), and the output nodes' shares of their ops' outputs.
+  // fetched), fed tensors and variable values (an input's own copy on a device is kept, for the
+  // next run's copy; a variable's value never is, since an assign may have replaced it), and the
+  // output nodes' shares of their ops' outputs.
   static void release_leaves(state& s) {
     for (std::size_t i : graph::transfer_positions)
       if (s.slots[i].use_count() != 1) s.slots[i] = tensor();
     for (std::size_t i : graph::leaf_positions)
-      if (s.slots[i].use_count() != 1 || s.slots[i].space().host_accessible()) s.slots[i] = tensor();
+      if (graph::kinds[i] != node_kind::input || s.slots[i].use_count() != 1 || s.slots[i].space().host_accessible())
+        s.slots[i] = tensor();
     for (std::size_t i : graph::output_positions) s.slots[i] = tensor();
   }
 
@@ -425,7 +427,7 @@ class static_executor {
     // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
     auto finish = [&s, in_arena = in_arena, planned_at](status& result) {
       if (!result.ok()) result = with_node<P>(result);
-      else if (in_arena && s.slots[P].data() != planned_at)
+      else if (in_arena && s.slots[graph::output_slot(P, 0)].data() != planned_at)
         result = with_node<P>(errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
     };
     return launch(device, compiled_kernel<kernel>{Op}, in, ys, st, finish, done);
