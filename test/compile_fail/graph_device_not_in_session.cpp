@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A node placed on thread_pool, in a session given only a cpu: the message names the node, the
 // device type and the session's devices.
-// expect: session::run: node 0 (x) is placed on CPU (typeflow::basic_thread_pool<
+// expect: static graph: node 0 (x) is placed on CPU (typeflow::basic_thread_pool<
 // expect: which is not among the session
 // expect: devices: CPU (typeflow::basic_cpu<
 #include <typeflow/typeflow.hpp>

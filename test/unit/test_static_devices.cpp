@@ -307,6 +307,30 @@ TEST_CASE("static devices: a copy that fails is the run's error, and leaves noth
   CHECK(std::get<0>(*ok)[1] == 16.0f);
 }
 
+TEST_CASE("static devices: a transfer whose copy fails is the run's error, naming the transfer", "[static][devices]") {
+  tf::cpu host;
+  remote_device remote;
+  constexpr auto v = tf::on<remote_device>(tf::variable<"v", float, static_shape<2>>);
+  constexpr auto y = tf::relu(tf::on<tf::cpu>(tf::identity(tf::relu(v))));  // relu on remote, copied to the host
+  using g = decltype(tf::graph(y));
+  auto check = [&](auto& s) {
+    REQUIRE(s.initialize(v, *tf::tensor::from_values<float>({-1, 2}, tf::shape{2})).ok());
+    remote.fail_copies = true;
+    require_error(s.run(tf::fetch(y)), tf::status_code::unavailable, "(transfer)");
+    remote.fail_copies = false;
+    auto r = s.run(tf::fetch(y));
+    REQUIRE(r.ok());
+    CHECK(std::get<0>(*r)[0] == 0.0f);
+    CHECK(std::get<0>(*r)[1] == 2.0f);
+  };
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false> sequential(g{}, tf::device_group(host, remote));
+  check(sequential);
+  // Parallel: the copy fails in its callback, on the device's copy thread.
+  tf::session<g, tf::device_group<tf::cpu, remote_device>, registry, false, true, true> parallel(
+      g{}, tf::device_group(host, remote), tf::parallel{2});
+  check(parallel);
+}
+
 TEST_CASE("static devices: to_graph_def asks for each placed node's device and leaves transfers to the partitioner",
           "[static][devices]") {
   using g = decltype(tf::graph(split_out));

@@ -64,16 +64,26 @@ void copy_async(const tensor& t, From& from, To& to, tensor_done done) {
   });
 }
 
+// Whether device `to` reads tensor t where it is (host memory on a device that keeps its tensors
+// in host memory, or t already in to's space): then it is passed, not copied.
+template <device_policy To>
+bool reads_in_place(const tensor& t, const To& to) {
+  return t.space().host_accessible() ? to.space().host_accessible() : t.space() == to.space();
+}
+
+// Why `to` cannot be given t at all: t is on another device, and only host memory is copied in.
+template <device_policy To>
+status unreadable(const tensor& t, const To& to) {
+  return errors::invalid_argument("the tensor ", t.spec(), " is in ", t.space(), ", which ", to.name(),
+                                  " cannot read; copy it to the host first");
+}
+
 // A host tensor into device `to` (no copy when `to` keeps its tensors in host memory and `t` is
 // already host-readable: the same buffer). What feeds and constants go through.
 template <device_policy To>
 void to_device_async(const tensor& t, To& to, tensor_done done) {
-  if (to.space().host_accessible() && t.space().host_accessible()) return done(ok_status(), t);
-  if (!t.space().host_accessible() && t.space() == to.space()) return done(ok_status(), t);
-  if (!t.space().host_accessible())
-    return done(errors::invalid_argument("the tensor ", t.spec(), " is in ", t.space(), ", which ", to.name(),
-                                         " cannot read; copy it to the host first"),
-                tensor());
+  if (reads_in_place(t, to)) return done(ok_status(), t);
+  if (!t.space().host_accessible()) return done(unreadable(t, to), tensor());
   auto dst = to.allocate(t.dtype(), t.shape());
   if (!dst.ok()) return done(dst.status(), tensor());
   auto out = std::make_shared<tensor>(std::move(*dst));

@@ -50,6 +50,11 @@ class device_group {
     }
   }();
 
+  // The position of the device that runs nodes of type D: index_of<D>, or the first device when the
+  // group has none (a static executor reports that as a compile error naming the node).
+  template <class D>
+  static constexpr std::size_t runs = index_of<D> < size ? index_of<D> : 0;
+
   explicit device_group(Ds&... devices) noexcept : devices_{&devices...} {}
 
   template <std::size_t I>

@@ -76,7 +76,7 @@ status wait_for_done(Start&& start) {
   return result;
 }
 
-// The check made where a kernel type is first run (run_kernel, the dispatch tables): a type that
+// The check made where a kernel type is first run (runtime/launch.hpp, the dispatch tables): a type that
 // has neither compute nor compute_async is refused with what it needs instead of an error deep in
 // the executor.
 template <class K>
@@ -85,17 +85,6 @@ constexpr void require_kernel() {
                 "typeflow: a kernel type needs op_type, device_type, value_type, a static constexpr bool "
                 "`expensive` and either `static status compute(const op_type&, kernel_context<device_type>&)` "
                 "or `static void compute_async(const op_type&, kernel_context<device_type>&, kernel_done)`");
-}
-
-// Runs a kernel to its end on the calling thread: an asynchronous one is waited for. What eager
-// calls and the sequential executors do; the parallel executors let an asynchronous kernel finish
-// through its callback instead.
-template <class K>
-status run_kernel(const typename K::op_type& o, kernel_context<typename K::device_type>& ctx) {
-  require_kernel<K>();
-  if constexpr (sync_kernel<K>) return K::compute(o, ctx);
-  else if constexpr (async_kernel<K>) return wait_for_done([&](kernel_done done) { K::compute_async(o, ctx, std::move(done)); });
-  else return errors::internal("not a kernel");  // unreachable: require_kernel has failed to compile
 }
 
 // Whether a parallel executor hands a kernel to the inter-op pool (expensive) or runs it inline

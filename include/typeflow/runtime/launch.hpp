@@ -27,8 +27,7 @@
 namespace typeflow {
 
 // A kernel type K and the op value it runs. A kernel with both compute and compute_async runs its
-// compute here, as run_kernel did (the dispatch tables prefer compute_async; no kernel of the tree
-// has both).
+// compute here (the dispatch tables prefer compute_async; no kernel of the tree has both).
 template <class K>
 struct compiled_kernel {
   using device_type = typename K::device_type;
@@ -41,9 +40,8 @@ struct compiled_kernel {
     if constexpr (sync_kernel<K>) return K::compute(op, ctx);
     else return errors::internal(K::op_type::name, ": an asynchronous kernel was run synchronously");
   }
-  void compute_async(kernel_context<device_type>& ctx, kernel_done done) const {
-    if constexpr (async_kernel<K>) K::compute_async(op, ctx, std::move(done));
-    else done(compute(ctx));
+  void compute_async(kernel_context<device_type>& ctx, kernel_done done) const {  // only when may_be_async
+    K::compute_async(op, ctx, std::move(done));
   }
 };
 

@@ -94,7 +94,6 @@ struct table_kernel {
   }
 };
 
-
 template <class Device, class Registry = default_registry>
 class runtime_executor {
  public:
@@ -329,7 +328,7 @@ class runtime_executor {
         y = *tensor::borrow(nullptr, dtype::f32, shape{0});
         return end(ok_status());
       }
-      if (t.space().host_accessible() && device->space().host_accessible()) {  // host memory: the same buffer
+      if (reads_in_place(t, *device)) {  // host memory, or already there: the same buffer
         y = std::move(t);
         return end(ok_status());
       }
@@ -381,7 +380,6 @@ class runtime_executor {
       return !st.ok() || e.start_node(device, s, k, st, done);
     }
   };
-
 
   // Runs node k. Returns true when it has finished, with its status in st; false when its kernel
   // is asynchronous and `done` is a completion, which the kernel's callback calls. With

@@ -229,15 +229,9 @@ class session {
     else init_ = pool.status();
   }
 
-  // The position of node P's device in the group (a run whose plan has a node of a type the group
-  // lacks does not compile; the first device stands in for it meanwhile).
-  template <std::size_t P>
-  static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, typename Graph::nodes>>>;
-  template <std::size_t P>
-  static constexpr std::size_t device_index = group_index<P> < group::size ? group_index<P> : 0;
   template <std::size_t P>
   auto& device_of() {
-    return devices_.template get<device_index<P>>();
+    return devices_.template get<group::template runs<device_of_node<node_at_t<P, typename Graph::nodes>>>>();
   }
 
   // What a run gives for the fetch of node P: its tensor, or a host copy of it when the host cannot
@@ -378,18 +372,6 @@ class session {
     if (!st.ok()) return st;
 
     using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
-    constexpr std::size_t unknown = executor::first_unknown_device;
-    static_assert(unknown == Graph::size || compile_error<detail::text_constant<[] {
-                    constexpr std::size_t u = executor::first_unknown_device;
-                    if constexpr (u == Graph::size) return detail::text();
-                    else
-                      return detail::cat("session::run: node ", u, " (", Graph::names[u], ") is placed on ",
-                                         Graph::device_types[u], " (",
-                                         detail::type_name<device_of_node<node_at_t<u, typename Graph::nodes>>>(),
-                                         "), which is not among the session's devices: ", group::describe().view(),
-                                         "; give the session a tf::device_group with a device of that type");
-                  }>::value>::value,
-                  "session::run: every device type the run's nodes are placed on must be among the session's devices");
     std::unique_ptr<state> s = acquire();
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
     if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);

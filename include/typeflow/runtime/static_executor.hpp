@@ -24,6 +24,7 @@
 #include <span>
 #include <utility>
 
+#include <typeflow/core/compile_error.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -69,26 +70,41 @@ class static_executor {
   using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
 
-  // The device of node P: its position in the group, and its policy type. (A type the group lacks
-  // is reported by run() and the session; the first device stands in for it meanwhile.)
+  // The device of node P: its position in the group, and its policy type.
   template <std::size_t P>
-  static constexpr std::size_t group_index = group::template index_of<device_of_node<node_at_t<P, nodes>>>;
-  template <std::size_t P>
-  static constexpr std::size_t device_index = group_index<P> < group::size ? group_index<P> : 0;
+  static constexpr std::size_t device_index = group::template runs<device_of_node<node_at_t<P, nodes>>>;
   template <std::size_t P>
   using device_t = typename group::template type<device_index<P>>;
 
   // The first node the plan runs on a device type the group lacks, or graph::size.
   static constexpr std::size_t first_unknown_device = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
     std::size_t first = graph::size;
-    ((first = first == graph::size && group_index<Plan::steps[Ks]> == group::size ? Plan::steps[Ks] : first), ...);
+    ((first = first == graph::size &&
+                      group::template index_of<device_of_node<node_at_t<Plan::steps[Ks], nodes>>> == group::size
+                  ? Plan::steps[Ks]
+                  : first),
+     ...);
     return first;
   }(std::make_index_sequence<Plan::num_steps>{});
 
+  // A compile error naming that node, its device type and the group's devices; what both static
+  // executors check before they run.
+  static constexpr void check_devices() {
+    static_assert(first_unknown_device == graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = first_unknown_device;
+                    if constexpr (u == graph::size) return detail::text();
+                    else
+                      return detail::cat("static graph: node ", u, " (", graph::names[u], ") is placed on ",
+                                         graph::device_types[u], " (",
+                                         detail::type_name<device_of_node<node_at_t<u, nodes>>>(),
+                                         "), which is not among the session's devices: ", group::describe().view(),
+                                         "; give the session a tf::device_group with a device of that type");
+                  }>::value>::value,
+                  "typeflow: every device type a run's nodes are placed on must be among the session's devices");
+  }
+
   static status run(Devices& devices, state& s, const static_environment& env) {
-    static_assert(first_unknown_device == graph::size,
-                  "typeflow: a node of this graph is placed on a device type that is not among the session's "
-                  "devices; give the session a device_group with one of that type");
+    check_devices();
     const group g = as_device_group(devices);
     if constexpr (PlanMemory && memory::is_static && memory::static_layout.num_planned != 0) {
       if (s.bound != &memory::tag)
@@ -294,13 +310,11 @@ class static_executor {
   template <std::size_t P>
   static status to_device(const group& g, const tensor& x, tensor& y) {
     auto& device = g.template get<device_index<P>>();
-    if (x.space().host_accessible() ? device.space().host_accessible() : x.space() == device.space()) {
+    if (reads_in_place(x, device)) {
       y = x;
       return ok_status();
     }
-    if (!x.space().host_accessible())
-      return with_node<P>(errors::invalid_argument("the tensor is in ", x.space(), ", which ", device.name(),
-                                                   " cannot read; copy it to the host first"));
+    if (!x.space().host_accessible()) return with_node<P>(unreadable(x, device));
     if (auto st = prepare_output(device, y, x.spec()); !st.ok()) return with_node<P>(st);
     status st = wait_for_done([&](kernel_done done) { copy_into_async(x, device, y, device, std::move(done)); });
     if (st.ok()) return st;
@@ -322,7 +336,7 @@ class static_executor {
     } else {
       auto& source = g.template get<device_index<q>>();
       auto& target = g.template get<device_index<P>>();
-      if (x.space().host_accessible() && target.space().host_accessible()) {
+      if (reads_in_place(x, target)) {
         y = x;
         return true;
       }
@@ -405,7 +419,10 @@ class static_executor {
     const std::span<tensor> ys(&s.slots[graph::output_slot(P, 0)], specs.size());
     const bool in_arena = PlanMemory && memory::plannable[P] && !ys[0].owns_buffer() && ys[0].data() != nullptr;
     void* const planned_at = ys[0].data();
-    if (!in_arena || !(inputs_known<Inputs>() || !specs[0].dims.is_fully_defined())) {
+    // In the arena, the plan was made for this run's shapes; only a static output of an input with
+    // a run-time dimension still needs its inference, as a check.
+    constexpr bool check_in_arena = !inputs_known<Inputs>() && specs[0].dims.is_fully_defined();
+    if (!in_arena || check_in_arena) {
       std::array<tensor_spec, k> in_specs{};
       if constexpr (!inputs_known<Inputs>() || !all_defined(specs)) in_specs = specs_of(in);
       const bool prepared = prepare_outputs(

@@ -49,9 +49,7 @@ class static_parallel_executor {
 
   // Runs one step on `pool` and the calling thread; the first error, or ok.
   static status run(Devices& devices, Eigen::ThreadPoolInterface& pool, state& s, const static_environment& env) {
-    static_assert(steps::first_unknown_device == graph::size,
-                  "typeflow: a node of this graph is placed on a device type that is not among the session's "
-                  "devices; give the session a device_group with one of that type");
+    steps::check_devices();
     const group g = as_device_group(devices);
     for (std::size_t i = 0; i < arrays.num_prologue; ++i) {
       status st;
