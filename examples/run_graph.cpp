@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loads a runtime graph from the text format and runs it from the command line.
+// Loads a runtime graph from the text format, or an ONNX model (GRAPH ending in .onnx, in a build
+// with the ONNX importer), and runs it from the command line.
 //   run_graph GRAPH [--feed NAME=DIMS[:VALUE]]... [--fetch NAME]... [--target NAME]...
 //             [--threads N] [--trace FILE.json] [--dot FILE.dot]
 // DIMS is like 2x4 ("" or "scalar" for a scalar); the fed tensor is filled with VALUE (default 1).
@@ -9,6 +10,9 @@
 // The default kernel tables are compiled once, in another unit of the program (test/kernels/ in
 // this build): this file then compiles in seconds (README, "Compile time").
 #include <typeflow/registry/extern_kernels.hpp>
+#ifdef TYPEFLOW_HAVE_ONNX
+#include <typeflow/onnx/import.hpp>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -108,6 +112,15 @@ void print(const std::string& name, const tf::tensor& t) {
   std::printf("%s\n", t.num_elements() > n ? " ..." : "");
 }
 
+// An ONNX model's graph (its inputs are placeholders named as in the model).
+tf::result<tf::graph_def> load_model(const std::string& path) {
+#ifdef TYPEFLOW_HAVE_ONNX
+  return tf::import_onnx(path);
+#else
+  return tf::errors::unimplemented("'", path, "': this run_graph was built without the ONNX importer (libonnx-dev)");
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,7 +150,8 @@ int main(int argc, char** argv) {
   }
 
   const tf::crash_context_scope crash_context(argv[1]);  // crash reports name the graph file as the session
-  auto def = tf::load_graph(argv[1]);
+  const std::string path = argv[1];
+  auto def = path.size() > 5 && path.substr(path.size() - 5) == ".onnx" ? load_model(path) : tf::load_graph(path);
   if (!def.ok()) return fail(def.status().to_string());
   auto made = tf::runtime_graph<tf::cpu>::make(std::move(*def));
   if (!made.ok()) return fail(std::string(argv[1]) + ": " + made.status().to_string());

@@ -3,12 +3,16 @@
 """Prints every public header under include/ (one per line, relative path); detail/ is internal.
 
 registry/instantiate_kernels.hpp is left out: it is the explicit instantiation of the default kernel
-tables (minutes to compile), and test/kernels/default_kernels.cpp is that header on its own."""
+tables (minutes to compile), and test/kernels/default_kernels.cpp is that header on its own.
+--onnx lists the headers of the ONNX importer (typeflow/onnx/, which need ONNX and protobuf) instead
+of the others."""
 import pathlib
 import sys
 
 root = pathlib.Path(sys.argv[1])
+onnx = "--onnx" in sys.argv
 for path in sorted(root.rglob("*.hpp")):
     rel = path.relative_to(root).as_posix()
-    if "/detail/" not in rel and rel != "typeflow/registry/instantiate_kernels.hpp":
+    if "/detail/" not in rel and rel != "typeflow/registry/instantiate_kernels.hpp" and \
+            rel.startswith("typeflow/onnx/") == onnx:
         print(rel)

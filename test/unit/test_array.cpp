@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -560,14 +561,30 @@ TEST_CASE("gather reports bad inputs and out-of-range indices", "[array][errors]
                 tf::status_code::invalid_argument, "gather: the output would have rank 9");
   // Out-of-range indices are found before anything is copied, at run time, with their position.
   require_error(run(0, *tf::tensor::from_values<std::int32_t>({0, 5, 1})), tf::status_code::invalid_argument,
-                "gather: indices[1] = 5 is not in [0, 5)");
-  require_error(run(1, *tf::tensor::from_values<std::int64_t>({0, 3, 2, -1}, tf::shape{2, 2})),
-                tf::status_code::invalid_argument, "gather: indices[1, 1] = -1 is not in [0, 4)");
+                "gather: indices[1] = 5 is not in [-5, 5)");
+  require_error(run(1, *tf::tensor::from_values<std::int64_t>({0, 3, 2, -5}, tf::shape{2, 2})),
+                tf::status_code::invalid_argument, "gather: indices[1, 1] = -5 is not in [-4, 4)");
   require_error(run(-1, *tf::tensor::scalar<std::int64_t>(std::int64_t{1} << 40)), tf::status_code::invalid_argument,
-                "gather: indices[] = 1099511627776 is not in [0, 4)");
+                "gather: indices[] = 1099511627776 is not in [-4, 4)");
   require_error(tf::call<float>(device, tf::ops::gather{}, random_values<float>(tf::shape{0, 3}, 1),
                                 *tf::tensor::from_values<std::int32_t>({0})),
                 tf::status_code::invalid_argument, "gather: indices[0] = 0 is not in [0, 0)");
+}
+
+TEST_CASE("gather reads a negative index from the end, as NumPy", "[array]") {
+  tf::cpu device;
+  const auto params = random_values<float>(tf::shape{5, 4}, 3);
+  for (std::int64_t axis : {0, 1}) {
+    const std::int64_t n = params.dim(static_cast<std::size_t>(axis));
+    auto negative = tf::tensor::from_values<std::int64_t>({-1, 0, -n, 2 - n}, tf::shape{2, 2});
+    auto positive = tf::tensor::from_values<std::int64_t>({n - 1, 0, 0, 2}, tf::shape{2, 2});
+    auto a = tf::call<float>(device, tf::ops::gather{.axis = axis}, params, *negative);
+    auto b = tf::call<float>(device, tf::ops::gather{.axis = axis}, params, *positive);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(a->shape() == b->shape());
+    REQUIRE(std::memcmp(a->data(), b->data(), a->bytes()) == 0);
+  }
 }
 
 TEST_CASE("fill reports bad dims, dtypes and values", "[array][errors]") {

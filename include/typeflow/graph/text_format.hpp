@@ -19,11 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/detail/read_file.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
@@ -308,36 +306,10 @@ struct load_options {
 // options.max_bytes is resource_exhausted, a read that fails is unavailable ("I/O error"), and a
 // parse error is invalid_argument prefixed by the path.
 inline result<graph_def> load_graph(const std::string& path, const load_options& options = {}) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errors::not_found("cannot open graph file '", path, "': ", std::strerror(errno));
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_on_return{fd};
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) return errors::unavailable("I/O error on graph file '", path, "': ", std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return errors::invalid_argument("graph file '", path, "' is ", S_ISDIR(info.st_mode) ? "a directory" : "not a regular file",
-                                    "; give the path of a text-format graph");
-  const auto too_large = [&] {
-    return errors::resource_exhausted("graph file '", path, "' is larger than the limit of ", options.max_bytes,
-                                      " bytes (load_options::max_bytes)");
-  };
-  if (static_cast<std::uint64_t>(info.st_size) > options.max_bytes) return too_large();
-  std::string text;
-  char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errors::unavailable("I/O error reading graph file '", path, "' after ", text.size(), " bytes: ",
-                                 std::strerror(errno));
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<std::size_t>(n) > options.max_bytes) return too_large();  // it grew
-    text.append(chunk, static_cast<std::size_t>(n));
-  }
-  auto g = parse_graph(text);
+  auto text = detail::read_regular_file(path, "graph file", options.max_bytes, "load_options::max_bytes",
+                                        "give the path of a text-format graph");
+  if (!text.ok()) return text.status();
+  auto g = parse_graph(*text);
   if (!g.ok()) return g.status().with_context(path);
   return g;
 }

@@ -353,8 +353,9 @@ struct pad {
 
 // y = params indexed along `axis` by every element of indices (i32 or i64):
 //   y[p..., i..., q...] = params[p..., indices[i...], q...]
-// with shape params.shape[:axis] + indices.shape + params.shape[axis + 1:]. An index outside
-// [0, params.shape[axis]) is an invalid_argument error when the kernel runs.
+// with shape params.shape[:axis] + indices.shape + params.shape[axis + 1:]. A negative index counts
+// from the end, as NumPy's and ONNX's (TensorFlow's CPU kernel refuses them); one outside
+// [-params.shape[axis], params.shape[axis]) is an invalid_argument error when the kernel runs.
 struct gather {
   static constexpr std::string_view name = "gather";
   static constexpr int num_inputs = 2;

@@ -418,7 +418,7 @@ struct gather_kernel {
     const std::int64_t n = params.dim(axis);
     const auto index = indices.unchecked_values<const Index>();
     for (std::size_t i = 0; i < index.size(); ++i)
-      if (index[i] < 0 || index[i] >= n) return out_of_range(indices.shape(), static_cast<std::int64_t>(i), index[i], n);
+      if (index[i] < -n || index[i] >= n) return out_of_range(indices.shape(), static_cast<std::int64_t>(i), index[i], n);
     if (y.num_elements() == 0) return ok_status();
 
     const std::int64_t outer = params.shape().product(0, axis);
@@ -430,14 +430,15 @@ struct gather_kernel {
     ctx.device.parallel_for(outer * count, 20 + detail::movement::copy_cycles_per_byte * static_cast<double>(row),
                             [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last; ++r) {
-        const std::int64_t o = r / count, k = static_cast<std::int64_t>(index[static_cast<std::size_t>(r % count)]);
+        const std::int64_t o = r / count, i = static_cast<std::int64_t>(index[static_cast<std::size_t>(r % count)]);
+        const std::int64_t k = i < 0 ? i + n : i;  // negative counts from the end
         std::memcpy(out + r * row, in + (o * n + k) * row, static_cast<std::size_t>(row));
       }
     });
     return ok_status();
   }
 
-  // "gather: indices[1, 2] = 7 is not in [0, 5), the range of the gathered axis (indices shape [2, 3])"
+  // "gather: indices[1, 2] = 7 is not in [-5, 5), the range of the gathered axis (indices shape [2, 3])"
   static status out_of_range(const shape& indices, std::int64_t flat, std::int64_t value, std::int64_t n) {
     typeflow::detail::text position;
     position.push_back('[');
@@ -451,7 +452,7 @@ struct gather_kernel {
       typeflow::detail::append_int(position, digit[i]);
     }
     position.push_back(']');
-    return errors::invalid_argument(Op::name, ": indices", position, " = ", value, " is not in [0, ", n,
+    return errors::invalid_argument(Op::name, ": indices", position, " = ", value, " is not in [", -n, ", ", n,
                                     "), the range of the gathered axis (indices shape ", indices, ")");
   }
 };

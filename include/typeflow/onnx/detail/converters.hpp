@@ -1,0 +1,818 @@
+// SPDX-License-Identifier: Apache-2.0
+// One converter per ONNX op type: it reads the node's attributes and inputs and writes the typeflow
+// nodes that compute the same thing, through the builder. What it cannot map exactly (an attribute
+// value, a layout, an input that would have to be known at import) is an `unimplemented` status
+// saying what; the importer adds which node. ONNX's layouts are NCHW and OIHW; typeflow's conv2d and
+// pools are NHWC and HWIO, so those converters transpose around the op (constants at import).
+#pragma once
+
+#include <typeflow/core/detail/internal_header_check.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/onnx/detail/builder.hpp>
+#include <typeflow/onnx/tensor_proto.hpp>
+#include <typeflow/ops/array.hpp>
+#include <typeflow/ops/binary.hpp>
+#include <typeflow/ops/conv.hpp>
+#include <typeflow/ops/linalg.hpp>
+#include <typeflow/ops/nn.hpp>
+#include <typeflow/ops/pool.hpp>
+#include <typeflow/ops/reduction.hpp>
+#include <typeflow/ops/unary.hpp>
+
+namespace typeflow::detail::onnx_import {
+
+// What a converter sees of one ONNX node.
+class node_context {
+ public:
+  node_context(const ::onnx::NodeProto& node, int version, builder& b, std::vector<std::optional<value>> in)
+      : node_(node), version_(version), b_(b), in_(std::move(in)) {}
+
+  const ::onnx::NodeProto& node() const { return node_; }
+  int version() const { return version_; }  // the version of the op's schema in the model's opset
+  builder& graph() { return b_; }
+  std::vector<value>& outputs() { return out_; }
+
+  std::size_t num_inputs() const { return in_.size(); }
+  bool has_input(std::size_t k) const { return k < in_.size() && in_[k].has_value(); }
+  const value& input(std::size_t k) const { return *in_[k]; }
+  // The number of outputs the model reads (trailing optional outputs left out).
+  std::size_t num_outputs() const {
+    std::size_t n = static_cast<std::size_t>(node_.output_size());
+    while (n > 0 && node_.output(static_cast<int>(n) - 1).empty()) --n;
+    return n;
+  }
+
+  // Input k's contents, which this op needs at import (a shape, axes, pads).
+  result<tensor> constant_input(std::size_t k, std::string_view what) const {
+    if (!has_input(k)) return errors::invalid_argument("input ", k, " (", what, ") is missing");
+    if (!in_[k]->constant)
+      return errors::unimplemented("input ", k, " (", what, ", '", node_.input(static_cast<int>(k)),
+                                   "') must be known when the model is imported (an initializer or a constant)");
+    return *in_[k]->constant;
+  }
+  result<std::vector<std::int64_t>> int_input(std::size_t k, std::string_view what) const {
+    auto t = constant_input(k, what);
+    if (!t.ok()) return t.status();
+    if (t->dtype() != dtype::i64 && t->dtype() != dtype::i32)
+      return errors::invalid_argument("input ", k, " (", what, ") must be int32 or int64, got ", t->dtype());
+    return int_values(*t);
+  }
+
+  const ::onnx::AttributeProto* attribute(std::string_view name) const {
+    for (const auto& a : node_.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  result<std::int64_t> attr_int(std::string_view name, std::int64_t fallback) const {
+    const auto* a = attribute(name);
+    if (a == nullptr) return fallback;
+    if (a->type() != ::onnx::AttributeProto::INT) return wrong_type(*a, "an int");
+    return a->i();
+  }
+  result<double> attr_float(std::string_view name, double fallback) const {
+    const auto* a = attribute(name);
+    if (a == nullptr) return fallback;
+    if (a->type() != ::onnx::AttributeProto::FLOAT) return wrong_type(*a, "a float");
+    return static_cast<double>(a->f());
+  }
+  result<std::string> attr_string(std::string_view name, std::string fallback) const {
+    const auto* a = attribute(name);
+    if (a == nullptr) return fallback;
+    if (a->type() != ::onnx::AttributeProto::STRING) return wrong_type(*a, "a string");
+    return a->s();
+  }
+  result<std::vector<std::int64_t>> attr_ints(std::string_view name, std::vector<std::int64_t> fallback) const {
+    const auto* a = attribute(name);
+    if (a == nullptr) return fallback;
+    if (a->type() != ::onnx::AttributeProto::INTS) return wrong_type(*a, "a list of ints");
+    return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+  }
+
+  // The name of node for output 0 (the last node a converter writes), or a helper named after it.
+  std::string name(std::string_view suffix = {}) const {
+    const std::string base = node_.output_size() > 0 && !node_.output(0).empty() ? node_.output(0) : node_.name();
+    return suffix.empty() ? base : detail::cat(base, "/", suffix).str();
+  }
+
+  template <class Op>
+  result<value> apply(const Op& op, std::initializer_list<value> in, std::string_view suffix = {}) {
+    return b_.apply1(op, name(suffix), in);
+  }
+  template <class Op>
+  result<value> apply(const Op& op, std::span<const value> in, std::string_view suffix = {}) {
+    return b_.apply1(op, name(suffix), in);
+  }
+  // The converter's result: output k of the node.
+  status set(result<value> v) {
+    if (!v.ok()) return v.status();
+    out_.push_back(std::move(*v));
+    return ok_status();
+  }
+
+ private:
+  static status wrong_type(const ::onnx::AttributeProto& a, std::string_view expected) {
+    return errors::invalid_argument("attribute '", a.name(), "' must be ", expected, ", got type ",
+                                    ::onnx::AttributeProto::AttributeType_Name(a.type()));
+  }
+
+  const ::onnx::NodeProto& node_;
+  int version_;
+  builder& b_;
+  std::vector<std::optional<value>> in_;
+  std::vector<value> out_;
+};
+
+using converter = status (*)(node_context&);
+
+// Shorthands for the checks converters share.
+#define TYPEFLOW_ONNX_TRY(var, expr)        \
+  auto var##_result = (expr);               \
+  if (!var##_result.ok()) return var##_result.status(); \
+  auto var = std::move(*var##_result)
+
+// The value reshaped to `to` (at most one dyn, as reshape takes): folded for constants.
+inline result<value> reshaped(node_context& c, const value& v, const shape& to, std::string_view suffix) {
+  if (v.spec.dims == to) return v;
+  if (v.constant && to.is_fully_defined()) {
+    auto t = v.constant->reshaped(to);
+    if (!t.ok()) return t.status();
+    return c.graph().constant(c.name(suffix), std::move(*t));
+  }
+  return c.apply(ops::reshape{to}, {v}, suffix);
+}
+
+// A target shape with at most one unknown dimension (written -1) from dimensions that may hold
+// several: unimplemented when it has more than one.
+inline result<shape> one_unknown(const shape& s, std::string_view what) {
+  int unknown = 0;
+  for (auto d : s) unknown += d == dyn;
+  if (unknown > 1)
+    return errors::unimplemented(what, " would be ", s, ", with more than one dimension unknown at import; typeflow's "
+                                 "reshape infers at most one");
+  return s;
+}
+
+inline result<value> transposed(node_context& c, const value& v, std::initializer_list<std::size_t> perm,
+                                std::string_view suffix) {
+  if (v.constant) {
+    auto t = transpose_constant(*v.constant, std::span<const std::size_t>(perm.begin(), perm.size()));
+    if (!t.ok()) return t.status();
+    return c.graph().constant(c.name(suffix), std::move(*t));
+  }
+  int_list p;
+  for (auto i : perm) p.push_back(static_cast<std::int64_t>(i));
+  return c.apply(ops::transpose{p}, {v}, suffix);
+}
+
+inline result<std::int64_t> normalized_axis(std::int64_t axis, std::size_t rank, std::string_view what) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r)
+    return errors::invalid_argument(what, " ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + r : axis;
+}
+
+// ---- elementwise ----
+
+template <class Op>
+status unary(node_context& c) {
+  return c.set(c.apply(Op{}, {c.input(0)}));
+}
+
+template <class Op>
+status binary(node_context& c) {
+  return c.set(c.apply(Op{}, {c.input(0), c.input(1)}));
+}
+
+// Sum, Max, Min and Mean of any number of inputs, folded left.
+template <class Op, bool Mean = false>
+status variadic(node_context& c) {
+  value acc = c.input(0);
+  for (std::size_t k = 1; k < c.num_inputs(); ++k) {
+    const bool last = k + 1 == c.num_inputs() && !Mean;
+    TYPEFLOW_ONNX_TRY(v, c.apply(Op{}, {acc, c.input(k)}, last ? "" : detail::cat("acc", k).view()));
+    acc = std::move(v);
+  }
+  if constexpr (Mean) {
+    if (!is_floating(acc.spec.type)) return errors::unimplemented("Mean of integers");
+    const value n = c.graph().scalar(c.name("count"), acc.spec.type, static_cast<double>(c.num_inputs()));
+    return c.set(c.apply(ops::div{}, {acc, n}));
+  }
+  if (c.num_inputs() == 1) return c.set(c.apply(ops::identity{}, {acc}));
+  return c.set(acc);
+}
+
+inline status identity(node_context& c) { return c.set(c.apply(ops::identity{}, {c.input(0)})); }
+
+inline status reciprocal(node_context& c) {
+  const value one = c.graph().scalar(c.name("one"), c.input(0).spec.type, 1.0);
+  return c.set(c.apply(ops::div{}, {one, c.input(0)}));
+}
+
+// Pow: the exponent may have another dtype than the base; the result has the base's.
+inline status power(node_context& c) {
+  value e = c.input(1);
+  if (e.spec.type != c.input(0).spec.type) {
+    TYPEFLOW_ONNX_TRY(cast, c.apply(ops::cast{c.input(0).spec.type}, {e}, "exponent"));
+    e = std::move(cast);
+  }
+  return c.set(c.apply(ops::pow{}, {c.input(0), e}));
+}
+
+inline status cast(node_context& c) {
+  TYPEFLOW_ONNX_TRY(to, c.attr_int("to", 0));
+  auto d = onnx_dtype(static_cast<int>(to));
+  if (!d.ok()) return d.status().with_context("attribute 'to'");
+  return c.set(c.apply(ops::cast{*d}, {c.input(0)}));
+}
+
+template <bool Log>
+status softmax(node_context& c) {
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", -1));
+  return c.set(c.apply(ops::softmax_op<Log>{axis}, {c.input(0)}));
+}
+
+// ---- linear algebra ----
+
+// MatMul, NumPy's: a 1-D operand is a row (a) or a column (b) that the result drops.
+inline status matmul(node_context& c) {
+  value a = c.input(0), b = c.input(1);
+  const std::size_t ra = a.spec.dims.rank(), rb = b.spec.dims.rank();
+  if (ra == 0 || rb == 0) return errors::invalid_argument("MatMul needs operands of rank >= 1");
+  if (ra == 1) { TYPEFLOW_ONNX_TRY(v, reshaped(c, a, shape{1, a.spec.dims[0]}, "a_row")); a = std::move(v); }
+  if (rb == 1) { TYPEFLOW_ONNX_TRY(v, reshaped(c, b, shape{b.spec.dims[0], 1}, "b_column")); b = std::move(v); }
+  if (ra > 1 && rb > 1) return c.set(c.apply(ops::matmul{}, {a, b}));
+  TYPEFLOW_ONNX_TRY(y, c.apply(ops::matmul{}, {a, b}, "matmul"));
+  shape out;
+  const shape& d = y.spec.dims;
+  for (std::size_t i = 0; i < d.rank(); ++i)
+    if (!((ra == 1 && i == d.rank() - 2) || (rb == 1 && i == d.rank() - 1))) out.push_back(d[i]);
+  TYPEFLOW_ONNX_TRY(target, one_unknown(out, "the result"));
+  return c.set(c.apply(ops::reshape{target}, {y}));
+}
+
+// Gemm: alpha * A' B' + beta * C.
+inline status gemm(node_context& c) {
+  TYPEFLOW_ONNX_TRY(alpha, c.attr_float("alpha", 1.0));
+  TYPEFLOW_ONNX_TRY(beta, c.attr_float("beta", 1.0));
+  TYPEFLOW_ONNX_TRY(ta, c.attr_int("transA", 0));
+  TYPEFLOW_ONNX_TRY(tb, c.attr_int("transB", 0));
+  const bool has_c = c.has_input(2);
+  const dtype t = c.input(0).spec.type;
+  const bool last_is_product = alpha == 1.0 && !has_c;
+  TYPEFLOW_ONNX_TRY(y, c.apply(ops::matmul{ta != 0, tb != 0}, {c.input(0), c.input(1)}, last_is_product ? "" : "matmul"));
+  if (alpha != 1.0) {
+    const value a = c.graph().scalar(c.name("alpha"), t, alpha);
+    TYPEFLOW_ONNX_TRY(scaled, c.apply(ops::mul{}, {y, a}, has_c ? "scaled" : ""));
+    y = std::move(scaled);
+  }
+  if (!has_c) return c.set(y);
+  value bias = c.input(2);
+  if (beta != 1.0) {
+    const value b = c.graph().scalar(c.name("beta"), t, beta);
+    TYPEFLOW_ONNX_TRY(scaled, c.apply(ops::mul{}, {bias, b}, "c_scaled"));
+    bias = std::move(scaled);
+  }
+  return c.set(c.apply(ops::add{}, {y, bias}));
+}
+
+// ---- convolution and pooling (NCHW <-> NHWC) ----
+
+// The 2-D window attributes of Conv and the pools, checked.
+struct window {
+  std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  std::int64_t top = 0, left = 0, bottom = 0, right = 0;
+  std::string auto_pad;
+};
+
+inline result<window> read_window(node_context& c, const shape& x, std::optional<shape> kernel_from) {
+  window w;
+  if (x.rank() != 4)
+    return errors::unimplemented("only 2-D images (NCHW, rank 4) are supported; the input has shape ", x);
+  TYPEFLOW_ONNX_TRY(kernel, c.attr_ints("kernel_shape", kernel_from ? std::vector<std::int64_t>{(*kernel_from)[2], (*kernel_from)[3]}
+                                                                  : std::vector<std::int64_t>{}));
+  if (kernel.size() != 2) return errors::invalid_argument("kernel_shape must have 2 entries, got ", kernel.size());
+  TYPEFLOW_ONNX_TRY(strides, c.attr_ints("strides", {1, 1}));
+  TYPEFLOW_ONNX_TRY(dilations, c.attr_ints("dilations", {1, 1}));
+  TYPEFLOW_ONNX_TRY(pads, c.attr_ints("pads", {0, 0, 0, 0}));
+  TYPEFLOW_ONNX_TRY(auto_pad, c.attr_string("auto_pad", "NOTSET"));
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    return errors::invalid_argument("strides and dilations need 2 entries and pads 4, got ", strides.size(), ", ",
+                                    dilations.size(), " and ", pads.size());
+  for (auto p : pads)
+    if (p < 0) return errors::invalid_argument("pads must be >= 0, got ", p);
+  w.kh = kernel[0]; w.kw = kernel[1]; w.sh = strides[0]; w.sw = strides[1]; w.dh = dilations[0]; w.dw = dilations[1];
+  w.top = pads[0]; w.left = pads[1]; w.bottom = pads[2]; w.right = pads[3];
+  w.auto_pad = auto_pad;
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    return errors::invalid_argument("auto_pad '", auto_pad, "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  if (auto_pad == "VALID") w.top = w.left = w.bottom = w.right = 0;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Resolved to explicit pads when the image size is known; SAME_UPPER is typeflow's `same`.
+    if (x[2] == dyn || x[3] == dyn) {
+      if (auto_pad == "SAME_LOWER") return errors::unimplemented("auto_pad SAME_LOWER with an image size unknown at import");
+      return w;
+    }
+    const auto total = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d) {
+      const std::int64_t out = (in + s - 1) / s;
+      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0);
+    };
+    const std::int64_t th = total(x[2], w.kh, w.sh, w.dh), tw = total(x[3], w.kw, w.sw, w.dw);
+    const bool upper = auto_pad == "SAME_UPPER";
+    w.top = upper ? th / 2 : th - th / 2; w.bottom = th - w.top;
+    w.left = upper ? tw / 2 : tw - tw / 2; w.right = tw - w.left;
+    w.auto_pad = "NOTSET";
+  }
+  return w;
+}
+
+// Pads NHWC x by the window's explicit pads with `fill` (a no-op without pads).
+inline result<value> pad_nhwc(node_context& c, const value& x, const window& w, double fill) {
+  if (w.top == 0 && w.left == 0 && w.bottom == 0 && w.right == 0) return x;
+  return c.apply(ops::pad{int_list{0, 0, w.top, w.bottom, w.left, w.right, 0, 0}, fill}, {x}, "pad");
+}
+
+inline status conv(node_context& c) {
+  const value& x = c.input(0);
+  const value& wv = c.input(1);
+  TYPEFLOW_ONNX_TRY(group, c.attr_int("group", 1));
+  if (group != 1) return errors::unimplemented("group ", group, " (grouped and depthwise convolution)");
+  if (wv.spec.dims.rank() != 4) return errors::unimplemented("only 2-D convolution (a rank-4 OIHW weight) is supported");
+  TYPEFLOW_ONNX_TRY(w, read_window(c, x.spec.dims, wv.spec.dims));
+  if (w.kh != wv.spec.dims[2] || w.kw != wv.spec.dims[3])
+    return errors::invalid_argument("kernel_shape [", w.kh, ", ", w.kw, "] differs from the weight's ", wv.spec.dims);
+  TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
+  TYPEFLOW_ONNX_TRY(filter, transposed(c, wv, {2, 3, 1, 0}, "hwio"));
+  ops::conv2d op{w.sh, w.sw, ops::padding::valid, w.dh, w.dw};
+  if (w.auto_pad == "SAME_UPPER") op.pad = ops::padding::same;
+  else { TYPEFLOW_ONNX_TRY(padded, pad_nhwc(c, xh, w, 0.0)); xh = std::move(padded); }
+  TYPEFLOW_ONNX_TRY(y, c.apply(op, {xh, filter}, "conv"));
+  if (c.has_input(2)) {
+    TYPEFLOW_ONNX_TRY(biased, c.apply(ops::bias_add{}, {y, c.input(2)}, "bias"));
+    y = std::move(biased);
+  }
+  return c.set(transposed(c, y, {0, 3, 1, 2}, ""));
+}
+
+template <bool Max>
+status pool(node_context& c) {
+  const value& x = c.input(0);
+  if (c.num_outputs() > 1) return errors::unimplemented("the Indices output of MaxPool");
+  TYPEFLOW_ONNX_TRY(w, read_window(c, x.spec.dims, std::nullopt));
+  TYPEFLOW_ONNX_TRY(ceil_mode, c.attr_int("ceil_mode", 0));
+  if (w.dh != 1 || w.dw != 1) return errors::unimplemented("dilations in pooling");
+  TYPEFLOW_ONNX_TRY(storage_order, c.attr_int("storage_order", 0));
+  if (storage_order != 0) return errors::unimplemented("storage_order 1");
+  if (ceil_mode != 0) {
+    // The same as floor when every window fits exactly.
+    const shape& d = x.spec.dims;
+    const bool exact = d[2] != dyn && d[3] != dyn && (d[2] + w.top + w.bottom - w.kh) % w.sh == 0 &&
+                       (d[3] + w.left + w.right - w.kw) % w.sw == 0;
+    if (!exact) return errors::unimplemented("ceil_mode 1 where it changes the output size");
+  }
+  TYPEFLOW_ONNX_TRY(count_include_pad, c.attr_int("count_include_pad", 0));
+  const bool padded = w.top || w.left || w.bottom || w.right;
+  ops::padding mode = ops::padding::valid;
+  if (w.auto_pad == "SAME_UPPER") {
+    if (!Max && count_include_pad) return errors::unimplemented("count_include_pad 1 with auto_pad SAME_UPPER");
+    mode = ops::padding::same;
+  } else if (padded && !Max && !count_include_pad) {
+    return errors::unimplemented("explicit pads with count_include_pad 0 (typeflow averages over padding only as "
+                                 "TensorFlow's SAME does)");
+  }
+  TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
+  if (mode == ops::padding::valid) {
+    const double fill = Max ? -std::numeric_limits<double>::infinity() : 0.0;
+    if (Max && padded && !is_floating(x.spec.type)) return errors::unimplemented("explicit pads in MaxPool of integers");
+    TYPEFLOW_ONNX_TRY(p, pad_nhwc(c, xh, w, fill));
+    xh = std::move(p);
+  }
+  using Op = std::conditional_t<Max, ops::max_pool2d, ops::avg_pool2d>;
+  TYPEFLOW_ONNX_TRY(y, c.apply(Op{w.kh, w.kw, w.sh, w.sw, mode}, {xh}, "pool"));
+  return c.set(transposed(c, y, {0, 3, 1, 2}, ""));
+}
+
+template <class Reduce>
+status global_pool(node_context& c) {
+  const std::size_t rank = c.input(0).spec.dims.rank();
+  if (rank < 3) return errors::invalid_argument("the input must have rank >= 3, got ", c.input(0).spec.dims);
+  int_list axes;
+  for (std::size_t i = 2; i < rank; ++i) axes.push_back(static_cast<std::int64_t>(i));
+  return c.set(c.apply(Reduce{axes, true}, {c.input(0)}));
+}
+
+// BatchNormalization (inference): per channel (axis 1), (x - mean) / sqrt(var + epsilon) * scale + B.
+// With the four parameters known at import, y = x * a + b, a and b folded.
+inline status batch_normalization(node_context& c) {
+  TYPEFLOW_ONNX_TRY(epsilon, c.attr_float("epsilon", 1e-5));
+  TYPEFLOW_ONNX_TRY(training, c.attr_int("training_mode", 0));
+  if (training != 0 || c.num_outputs() > 1) return errors::unimplemented("training mode (running mean and variance outputs)");
+  const value& x = c.input(0);
+  const std::size_t rank = x.spec.dims.rank();
+  if (rank < 2) return errors::invalid_argument("the input must have rank >= 2, got ", x.spec.dims);
+  const std::int64_t channels = x.spec.dims[1];
+  for (std::size_t k = 1; k < 5; ++k)
+    if (c.input(k).spec.dims.rank() != 1)
+      return errors::invalid_argument("input ", k, " must be a vector of one value per channel, got ", c.input(k).spec.dims);
+  shape per_channel{c.input(1).spec.dims[0]};
+  for (std::size_t i = 2; i < rank; ++i) per_channel.push_back(1);
+  (void)channels;
+  const dtype t = x.spec.type;
+  if (!is_floating(t)) return errors::invalid_argument("the input must be floating point, got ", t);
+  const bool known = c.input(1).constant && c.input(2).constant && c.input(3).constant && c.input(4).constant;
+  if (known) {
+    const auto scale = double_values(*c.input(1).constant), bias = double_values(*c.input(2).constant),
+               mean = double_values(*c.input(3).constant), var = double_values(*c.input(4).constant);
+    auto a = tensor::allocate(t, per_channel), b = tensor::allocate(t, per_channel);
+    if (!a.ok() || !b.ok()) return a.ok() ? b.status() : a.status();
+    visit(t, [&](auto type) {
+      using T = typename decltype(type)::type;
+      if constexpr (!std::is_integral_v<T>) {
+        for (std::size_t i = 0; i < scale.size(); ++i) {
+          const float s = static_cast<float>(scale[i]) / std::sqrt(static_cast<float>(var[i]) + static_cast<float>(epsilon));
+          static_cast<T*>(a->data())[i] = static_cast<T>(s);
+          static_cast<T*>(b->data())[i] = static_cast<T>(static_cast<float>(bias[i]) - static_cast<float>(mean[i]) * s);
+        }
+      }
+    });
+    const value av = c.graph().constant(c.name("scale"), std::move(*a));
+    const value bv = c.graph().constant(c.name("offset"), std::move(*b));
+    TYPEFLOW_ONNX_TRY(scaled, c.apply(ops::mul{}, {x, av}, "scaled"));
+    return c.set(c.apply(ops::add{}, {scaled, bv}));
+  }
+  std::vector<value> p;
+  for (std::size_t k = 1; k < 5; ++k) {
+    TYPEFLOW_ONNX_TRY(v, reshaped(c, c.input(k), per_channel, detail::cat("param", k).view()));
+    p.push_back(std::move(v));
+  }
+  const value eps = c.graph().scalar(c.name("epsilon"), t, epsilon);
+  TYPEFLOW_ONNX_TRY(centered, c.apply(ops::sub{}, {x, p[2]}, "centered"));
+  TYPEFLOW_ONNX_TRY(var_eps, c.apply(ops::add{}, {p[3], eps}, "var_eps"));
+  TYPEFLOW_ONNX_TRY(stddev, c.apply(ops::sqrt{}, {var_eps}, "stddev"));
+  TYPEFLOW_ONNX_TRY(normal, c.apply(ops::div{}, {centered, stddev}, "normalized"));
+  TYPEFLOW_ONNX_TRY(scaled, c.apply(ops::mul{}, {normal, p[0]}, "scaled"));
+  return c.set(c.apply(ops::add{}, {scaled, p[1]}));
+}
+
+// ---- shapes ----
+
+// Reshape: 0 copies the input's dimension (unless allowzero), -1 is inferred.
+inline status reshape(node_context& c) {
+  const value& x = c.input(0);
+  TYPEFLOW_ONNX_TRY(target, c.int_input(1, "shape"));
+  TYPEFLOW_ONNX_TRY(allowzero, c.attr_int("allowzero", 0));
+  shape to;
+  if (target.size() > max_rank) return errors::invalid_argument("shape has ", target.size(), " entries, more than ", max_rank);
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    std::int64_t d = target[i];
+    if (d == 0 && !allowzero) {
+      if (i >= x.spec.dims.rank())
+        return errors::invalid_argument("shape entry ", i, " is 0 (copy the input's dimension) but the input has rank ",
+                                        x.spec.dims.rank());
+      d = x.spec.dims[i];
+    } else if (d < -1) {
+      return errors::invalid_argument("shape entry ", i, " is ", d, "; only -1 may be negative");
+    }
+    to.push_back(d < 0 ? dyn : d);
+  }
+  TYPEFLOW_ONNX_TRY(t, one_unknown(to, "the target shape"));
+  return c.set(c.apply(ops::reshape{t}, {x}));
+}
+
+inline status flatten(node_context& c) {
+  const shape& d = c.input(0).spec.dims;
+  TYPEFLOW_ONNX_TRY(axis_attr, c.attr_int("axis", 1));
+  const auto r = static_cast<std::int64_t>(d.rank());
+  if (axis_attr < -r || axis_attr > r) return errors::invalid_argument("axis ", axis_attr, " is out of range for rank ", r);
+  const std::size_t axis = static_cast<std::size_t>(axis_attr < 0 ? axis_attr + r : axis_attr);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < d.rank(); ++i) {
+    std::int64_t& part = i < axis ? outer : inner;
+    part = (part == dyn || d[i] == dyn) ? dyn : part * d[i];
+  }
+  TYPEFLOW_ONNX_TRY(to, one_unknown(shape{outer, inner}, "the flattened shape"));
+  return c.set(c.apply(ops::reshape{to}, {c.input(0)}));
+}
+
+// The axes of Squeeze/Unsqueeze/Reduce*: input 1 from version 13 on (ReduceSum) or an attribute.
+inline result<std::optional<std::vector<std::int64_t>>> axes_of(node_context& c, bool as_input) {
+  if (as_input) {
+    if (!c.has_input(1)) return std::optional<std::vector<std::int64_t>>{};
+    auto a = c.int_input(1, "axes");
+    if (!a.ok()) return a.status();
+    return std::optional<std::vector<std::int64_t>>{std::move(*a)};
+  }
+  if (c.attribute("axes") == nullptr) return std::optional<std::vector<std::int64_t>>{};
+  auto a = c.attr_ints("axes", {});
+  if (!a.ok()) return a.status();
+  return std::optional<std::vector<std::int64_t>>{std::move(*a)};
+}
+
+inline status squeeze(node_context& c) {
+  const shape& d = c.input(0).spec.dims;
+  TYPEFLOW_ONNX_TRY(axes, axes_of(c, true));
+  std::vector<bool> drop(d.rank(), false);
+  if (!axes) {
+    for (std::size_t i = 0; i < d.rank(); ++i) {
+      if (d[i] == dyn) return errors::unimplemented("Squeeze without axes of an input with unknown dimensions ", d);
+      drop[i] = d[i] == 1;
+    }
+  }
+  for (auto a : axes.value_or(std::vector<std::int64_t>{})) {
+    TYPEFLOW_ONNX_TRY(i, normalized_axis(a, d.rank(), "axis"));
+    if (d[i] != 1 && d[i] != dyn)
+      return errors::invalid_argument("axis ", a, " has size ", d[i], " in input shape ", d, "; only size 1 squeezes");
+    drop[i] = true;
+  }
+  shape out;
+  for (std::size_t i = 0; i < d.rank(); ++i)
+    if (!drop[i]) out.push_back(d[i]);
+  TYPEFLOW_ONNX_TRY(to, one_unknown(out, "the squeezed shape"));
+  return c.set(c.apply(ops::reshape{to}, {c.input(0)}));
+}
+
+inline status unsqueeze(node_context& c) {
+  const shape& d = c.input(0).spec.dims;
+  TYPEFLOW_ONNX_TRY(axes, c.int_input(1, "axes"));
+  const std::size_t rank = d.rank() + axes.size();
+  if (rank > max_rank) return errors::invalid_argument("the result would have rank ", rank, ", more than ", max_rank);
+  std::vector<bool> inserted(rank, false);
+  for (auto a : axes) {
+    TYPEFLOW_ONNX_TRY(i, normalized_axis(a, rank, "axis"));
+    if (inserted[i]) return errors::invalid_argument("axis ", a, " is given twice");
+    inserted[i] = true;
+  }
+  shape out;
+  for (std::size_t i = 0, k = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : d[k++]);
+  if (c.input(0).constant) return c.set(reshaped(c, c.input(0), out, ""));
+  TYPEFLOW_ONNX_TRY(to, one_unknown(out, "the unsqueezed shape"));
+  return c.set(c.apply(ops::reshape{to}, {c.input(0)}));
+}
+
+inline status transpose(node_context& c) {
+  const std::size_t rank = c.input(0).spec.dims.rank();
+  std::vector<std::int64_t> reversed;
+  for (std::size_t i = rank; i-- > 0;) reversed.push_back(static_cast<std::int64_t>(i));
+  TYPEFLOW_ONNX_TRY(perm, c.attr_ints("perm", reversed));
+  if (perm.size() > int_list::capacity) return errors::invalid_argument("perm has ", perm.size(), " entries");
+  int_list p;
+  for (auto i : perm) p.push_back(i);
+  return c.set(c.apply(ops::transpose{p}, {c.input(0)}));
+}
+
+inline status concat(node_context& c) {
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", 0));
+  std::vector<value> in;
+  for (std::size_t k = 0; k < c.num_inputs(); ++k) in.push_back(c.input(k));
+  return c.set(c.apply(ops::concat{axis}, std::span<const value>(in)));
+}
+
+// Split into equal parts (the `split` input absent, or all its sizes equal); otherwise slices.
+inline status split(node_context& c) {
+  const value& x = c.input(0);
+  TYPEFLOW_ONNX_TRY(axis_attr, c.attr_int("axis", 0));
+  TYPEFLOW_ONNX_TRY(axis, normalized_axis(axis_attr, x.spec.dims.rank(), "axis"));
+  const auto parts = static_cast<std::int64_t>(c.node().output_size());
+  std::vector<std::int64_t> sizes;
+  if (c.has_input(1)) {
+    TYPEFLOW_ONNX_TRY(s, c.int_input(1, "split"));
+    sizes = std::move(s);
+    if (static_cast<std::int64_t>(sizes.size()) != parts)
+      return errors::invalid_argument("split has ", sizes.size(), " sizes for ", parts, " outputs");
+  }
+  const bool equal = sizes.empty() || std::all_of(sizes.begin(), sizes.end(), [&](auto s) { return s == sizes[0]; });
+  if (equal) {
+    auto out = c.graph().apply(ops::split{axis, parts}, parts == 1 ? c.name() : c.name("split"), std::span<const value>(&x, 1));
+    if (!out.ok()) return out.status();
+    for (auto& v : *out) c.outputs().push_back(std::move(v));
+    return ok_status();
+  }
+  const std::size_t rank = x.spec.dims.rank();
+  std::int64_t begin = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    ops::slice s;
+    for (std::size_t i = 0; i < rank; ++i) {
+      s.begin.push_back(static_cast<std::int64_t>(i) == axis ? begin : 0);
+      s.size.push_back(static_cast<std::int64_t>(i) == axis ? sizes[k] : -1);
+    }
+    begin += sizes[k];
+    TYPEFLOW_ONNX_TRY(v, c.graph().apply1(s, c.node().output(static_cast<int>(k)), std::span<const value>(&x, 1)));
+    c.outputs().push_back(std::move(v));
+  }
+  return ok_status();
+}
+
+// Slice with steps of 1: bounds clamped as ONNX does (dimensions must be known where a bound is
+// negative or past the end).
+inline status slice(node_context& c) {
+  const value& x = c.input(0);
+  const shape& d = x.spec.dims;
+  TYPEFLOW_ONNX_TRY(starts, c.int_input(1, "starts"));
+  TYPEFLOW_ONNX_TRY(ends, c.int_input(2, "ends"));
+  std::vector<std::int64_t> axes, steps(starts.size(), 1);
+  for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  if (c.has_input(3)) { TYPEFLOW_ONNX_TRY(a, c.int_input(3, "axes")); axes = std::move(a); }
+  if (c.has_input(4)) { TYPEFLOW_ONNX_TRY(s, c.int_input(4, "steps")); steps = std::move(s); }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return errors::invalid_argument("starts, ends, axes and steps must have the same length, got ", starts.size(), ", ",
+                                    ends.size(), ", ", axes.size(), " and ", steps.size());
+  ops::slice s;
+  for (std::size_t i = 0; i < d.rank(); ++i) { s.begin.push_back(0); s.size.push_back(-1); }
+  std::vector<bool> seen(d.rank(), false);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    TYPEFLOW_ONNX_TRY(a, normalized_axis(axes[k], d.rank(), "axis"));
+    if (seen[a]) return errors::invalid_argument("axis ", axes[k], " is given twice");
+    seen[a] = true;
+    if (steps[k] != 1) return errors::unimplemented("steps other than 1 (step ", steps[k], " on axis ", axes[k], ")");
+    const std::int64_t n = d[a];
+    std::int64_t b = starts[k], e = ends[k];
+    if (n == dyn) {
+      if (b < 0 || (e < 0) || (e != std::numeric_limits<std::int64_t>::max() && e < b))
+        return errors::unimplemented("bounds [", b, ", ", e, ") on axis ", axes[k], " whose size is unknown at import");
+      s.begin[a] = b;
+      s.size[a] = e >= (std::int64_t{1} << 62) ? -1 : e - b;
+      continue;
+    }
+    if (b < 0) b += n;
+    if (e < 0) e += n;
+    b = std::clamp<std::int64_t>(b, 0, n);
+    e = std::clamp<std::int64_t>(e, 0, n);
+    s.begin[a] = b;
+    s.size[a] = std::max<std::int64_t>(e - b, 0);
+  }
+  return c.set(c.apply(s, {x}));
+}
+
+inline status gather(node_context& c) {
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", 0));
+  value indices = c.input(1);
+  const shape& d = c.input(0).spec.dims;
+  TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, d.rank(), "axis"));
+  if (indices.constant && d[a] != dyn) {
+    // Negative indices count from the end: made non-negative at import.
+    auto v = int_values(*indices.constant);
+    if (std::any_of(v.begin(), v.end(), [](auto i) { return i < 0; })) {
+      auto t = tensor::allocate(dtype::i64, indices.spec.dims);
+      if (!t.ok()) return t.status();
+      for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int64_t*>(t->data())[i] = v[i] < 0 ? v[i] + d[a] : v[i];
+      indices = c.graph().constant(c.name("indices"), std::move(*t));
+    }
+  }
+  return c.set(c.apply(ops::gather{axis}, {c.input(0), indices}));
+}
+
+// Pad (constant mode): pads are all the begins, then all the ends.
+inline status pad(node_context& c) {
+  TYPEFLOW_ONNX_TRY(mode, c.attr_string("mode", "constant"));
+  if (mode != "constant") return errors::unimplemented("mode '", mode, "' (only constant)");
+  const std::size_t rank = c.input(0).spec.dims.rank();
+  TYPEFLOW_ONNX_TRY(pads, c.int_input(1, "pads"));
+  if (c.has_input(3)) return errors::unimplemented("the axes input");
+  if (pads.size() != 2 * rank) return errors::invalid_argument("pads has ", pads.size(), " entries; the input has rank ", rank);
+  double fill = 0;
+  if (c.has_input(2)) {
+    TYPEFLOW_ONNX_TRY(v, c.constant_input(2, "constant_value"));
+    if (v.num_elements() != 1) return errors::invalid_argument("constant_value must hold one value");
+    fill = double_values(v)[0];
+  }
+  int_list p;
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (pads[i] < 0 || pads[rank + i] < 0) return errors::unimplemented("negative pads (cropping)");
+    p.push_back(pads[i]);
+    p.push_back(pads[rank + i]);
+  }
+  return c.set(c.apply(ops::pad{p, fill}, {c.input(0)}));
+}
+
+// ---- reductions ----
+
+template <class Reduce>
+status reduce(node_context& c) {
+  // ReduceSum takes its axes as an input from version 13; the others as an attribute until 18.
+  const bool as_input = std::is_same_v<Reduce, ops::reduce_sum> && c.version() >= 13;
+  TYPEFLOW_ONNX_TRY(axes, axes_of(c, as_input));
+  TYPEFLOW_ONNX_TRY(keepdims, c.attr_int("keepdims", 1));
+  TYPEFLOW_ONNX_TRY(noop, c.attr_int("noop_with_empty_axes", 0));
+  const std::size_t rank = c.input(0).spec.dims.rank();
+  if ((!axes || axes->empty()) && noop) return c.set(c.apply(ops::identity{}, {c.input(0)}));
+  int_list list;
+  if (axes && axes->size() > int_list::capacity) return errors::invalid_argument("too many axes");
+  if (axes && !axes->empty())
+    for (auto a : *axes) list.push_back(a);
+  else
+    for (std::size_t i = 0; i < rank; ++i) list.push_back(static_cast<std::int64_t>(i));
+  return c.set(c.apply(Reduce{list, keepdims != 0}, {c.input(0)}));
+}
+
+inline status argmax(node_context& c) {
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", 0));
+  TYPEFLOW_ONNX_TRY(keepdims, c.attr_int("keepdims", 1));
+  TYPEFLOW_ONNX_TRY(last, c.attr_int("select_last_index", 0));
+  if (last) return errors::unimplemented("select_last_index 1");
+  if (!keepdims) return c.set(c.apply(ops::argmax{axis}, {c.input(0)}));
+  TYPEFLOW_ONNX_TRY(y, c.apply(ops::argmax{axis}, {c.input(0)}, "argmax"));
+  const shape& d = c.input(0).spec.dims;
+  TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, d.rank(), "axis"));
+  shape out = d;
+  out[static_cast<std::size_t>(a)] = 1;
+  TYPEFLOW_ONNX_TRY(to, one_unknown(out, "the result"));
+  return c.set(c.apply(ops::reshape{to}, {y}));
+}
+
+inline status top_k(node_context& c) {
+  TYPEFLOW_ONNX_TRY(k, c.int_input(1, "K"));
+  if (k.size() != 1) return errors::invalid_argument("K must hold one value");
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", -1));
+  TYPEFLOW_ONNX_TRY(largest, c.attr_int("largest", 1));
+  TYPEFLOW_ONNX_TRY(sorted, c.attr_int("sorted", 1));
+  const std::size_t rank = c.input(0).spec.dims.rank();
+  TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, rank, "axis"));
+  if (static_cast<std::size_t>(a) != rank - 1) return errors::unimplemented("axis ", axis, " other than the last");
+  if (!largest) return errors::unimplemented("largest 0 (the smallest values)");
+  auto out = c.graph().apply(ops::top_k{k[0], sorted != 0}, c.name("top_k"), std::span<const value>(&c.input(0), 1));
+  if (!out.ok()) return out.status();
+  for (auto& v : *out) c.outputs().push_back(std::move(v));
+  return ok_status();
+}
+
+// ---- constants ----
+
+inline status constant(node_context& c) {
+  if (c.node().attribute_size() != 1) return errors::invalid_argument("Constant needs exactly one attribute");
+  const auto& a = c.node().attribute(0);
+  tensor t;
+  if (a.name() == "value") {
+    auto v = from_onnx_tensor(a.t(), "attribute 'value'");
+    if (!v.ok()) return v.status();
+    t = std::move(*v);
+  } else if (a.name() == "value_float" || a.name() == "value_int") {
+    auto v = a.name() == "value_float" ? tensor::scalar(a.f()) : tensor::scalar(static_cast<std::int64_t>(a.i()));
+    if (!v.ok()) return v.status();
+    t = std::move(*v);
+  } else if (a.name() == "value_floats" || a.name() == "value_ints") {
+    const bool f = a.name() == "value_floats";
+    auto v = tensor::allocate(f ? dtype::f32 : dtype::i64, shape{f ? a.floats_size() : a.ints_size()});
+    if (!v.ok()) return v.status();
+    for (int i = 0; i < (f ? a.floats_size() : a.ints_size()); ++i) {
+      if (f) static_cast<float*>(v->data())[i] = a.floats(i);
+      else static_cast<std::int64_t*>(v->data())[i] = a.ints(i);
+    }
+    t = std::move(*v);
+  } else {
+    return errors::unimplemented("attribute '", a.name(), "' (sparse and string constants)");
+  }
+  return c.set(c.graph().constant(c.name(), std::move(t)));
+}
+
+inline status dropout(node_context& c) {
+  if (c.has_input(2)) {
+    TYPEFLOW_ONNX_TRY(training, c.constant_input(2, "training_mode"));
+    if (training.num_elements() != 1 || double_values(training)[0] != 0) return errors::unimplemented("training mode");
+  }
+  if (c.num_outputs() > 1) return errors::unimplemented("the mask output");
+  return identity(c);
+}
+
+// The converters by ONNX op type (the default domain).
+inline const std::unordered_map<std::string_view, converter>& converters() {
+  static const std::unordered_map<std::string_view, converter> table{
+      {"Abs", unary<ops::abs>},         {"Neg", unary<ops::neg>},           {"Exp", unary<ops::exp>},
+      {"Log", unary<ops::log>},         {"Sqrt", unary<ops::sqrt>},         {"Tanh", unary<ops::tanh>},
+      {"Sigmoid", unary<ops::sigmoid>}, {"Relu", unary<ops::relu>},         {"Softplus", unary<ops::softplus>},
+      {"Identity", identity},           {"Reciprocal", reciprocal},         {"Cast", cast},
+      {"Add", binary<ops::add>},        {"Sub", binary<ops::sub>},          {"Mul", binary<ops::mul>},
+      {"Div", binary<ops::div>},        {"Pow", power},                     {"Equal", binary<ops::equal>},
+      {"Less", binary<ops::less>},      {"Greater", binary<ops::greater>},  {"Max", variadic<ops::maximum>},
+      {"Min", variadic<ops::minimum>},  {"Sum", variadic<ops::add>},        {"Mean", variadic<ops::add, true>},
+      {"MatMul", matmul},               {"Gemm", gemm},                     {"Conv", conv},
+      {"MaxPool", pool<true>},          {"AveragePool", pool<false>},       {"GlobalAveragePool", global_pool<ops::reduce_mean>},
+      {"GlobalMaxPool", global_pool<ops::reduce_max>},                      {"BatchNormalization", batch_normalization},
+      {"Softmax", softmax<false>},      {"LogSoftmax", softmax<true>},      {"Reshape", reshape},
+      {"Flatten", flatten},             {"Squeeze", squeeze},               {"Unsqueeze", unsqueeze},
+      {"Transpose", transpose},         {"Concat", concat},                 {"Split", split},
+      {"Slice", slice},                 {"Gather", gather},                 {"Pad", pad},
+      {"ReduceSum", reduce<ops::reduce_sum>},   {"ReduceMean", reduce<ops::reduce_mean>},
+      {"ReduceMax", reduce<ops::reduce_max>},   {"ReduceMin", reduce<ops::reduce_min>},
+      {"ReduceProd", reduce<ops::reduce_prod>}, {"ArgMax", argmax},         {"TopK", top_k},
+      {"Constant", constant},           {"Dropout", dropout},
+  };
+  return table;
+}
+
+#undef TYPEFLOW_ONNX_TRY
+
+}  // namespace typeflow::detail::onnx_import

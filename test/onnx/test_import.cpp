@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ONNX importer: models built here with ONNX's protobuf classes, imported, run and compared with
+// plain references; every refusal (malformed bytes, the checker, an op, attribute, version or dtype
+// that cannot be mapped, a bad tensor) is a status naming what was wrong.
+#include <typeflow/typeflow.hpp>
+#include <typeflow/onnx/import.hpp>
+#include <typeflow/registry/extern_kernels.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tf = typeflow;
+
+namespace {
+
+void require_error(const tf::status& st, tf::status_code code, std::string_view text) {
+  INFO(st.to_string());
+  REQUIRE(st.code() == code);
+  REQUIRE(st.message().find(text) != std::string_view::npos);
+}
+
+// A model of opset `opset` to which a test adds nodes, inputs, outputs and initializers.
+struct model_builder {
+  onnx::ModelProto m;
+  explicit model_builder(int opset = 17) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("g");
+  }
+  onnx::GraphProto& g() { return *m.mutable_graph(); }
+  void value(onnx::ValueInfoProto* v, const std::string& name, int type, std::vector<std::int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* s = t->mutable_shape();
+    for (auto d : dims) {
+      if (d < 0) s->add_dim()->set_dim_param("batch");
+      else s->add_dim()->set_dim_value(d);
+    }
+  }
+  void input(const std::string& name, std::vector<std::int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+    value(g().add_input(), name, type, std::move(dims));
+  }
+  void output(const std::string& name, std::vector<std::int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+    value(g().add_output(), name, type, std::move(dims));
+  }
+  onnx::NodeProto& node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                        const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : in) n->add_input(i);
+    for (auto& o : out) n->add_output(o);
+    return *n;
+  }
+  void floats(const std::string& name, std::vector<std::int64_t> dims, const std::vector<float>& v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+  }
+  void ints(const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<std::int64_t>(v.size()));
+    for (auto x : v) t->add_int64_data(x);
+  }
+  tf::result<tf::onnx_model> import() const { return tf::parse_onnx(m.SerializeAsString()); }
+};
+
+void set_int(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+tf::result<std::vector<tf::tensor>> run(const tf::onnx_model& m, std::vector<std::pair<std::string, tf::tensor>> feeds,
+                                        int threads = 0) {
+  auto g = tf::runtime_graph<tf::cpu>::make(m.graph);
+  if (!g.ok()) return g.status();
+  tf::cpu device;
+  tf::runtime_session<tf::cpu> s(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*g)), device, threads);
+  return s.run(feeds, m.outputs);
+}
+
+}  // namespace
+
+TEST_CASE("an imported MLP computes relu(x W + b) W2, on both executors", "[onnx]") {
+  model_builder b;
+  const auto w1 = random_floats(4 * 3, 1), b1 = random_floats(3, 2), w2 = random_floats(3 * 2, 3);
+  b.input("x", {-1, 4});
+  b.floats("w1", {4, 3}, w1);
+  b.floats("b1", {3}, b1);
+  b.floats("w2", {3, 2}, w2);
+  b.node("MatMul", {"x", "w1"}, {"h"});
+  b.node("Add", {"h", "b1"}, {"hb"});
+  b.node("Relu", {"hb"}, {"r"});
+  b.node("MatMul", {"r", "w2"}, {"y:0"});  // a name a graph_def cannot hold
+  b.output("y:0", {-1, 2});
+  auto m = b.import();
+  REQUIRE(m.ok());
+  REQUIRE(m->inputs == std::vector<std::string>{"x"});
+  REQUIRE(m->outputs == std::vector<std::string>{"y_0"});
+  REQUIRE(m->opset == 17);
+  const auto x = random_floats(5 * 4, 4);
+  std::vector<float> want(5 * 2, 0.0f);
+  for (int i = 0; i < 5; ++i) {
+    float h[3];
+    for (int j = 0; j < 3; ++j) {
+      h[j] = b1[j];
+      for (int k = 0; k < 4; ++k) h[j] += x[i * 4 + k] * w1[k * 3 + j];
+      h[j] = std::max(h[j], 0.0f);
+    }
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k) want[i * 2 + j] += h[k] * w2[k * 2 + j];
+  }
+  for (int threads : {0, 2}) {
+    auto y = run(*m, {{"x", *tf::tensor::from_values<float>(x, tf::shape{5, 4})}}, threads);
+    REQUIRE(y.ok());
+    REQUIRE((*y)[0].shape() == tf::shape{5, 2});
+    for (int i = 0; i < 10; ++i) REQUIRE(static_cast<const float*>((*y)[0].data())[i] == Approx(want[i]).margin(1e-5));
+  }
+}
+
+TEST_CASE("a constant read only at import leaves no node in the graph", "[onnx]") {
+  model_builder b;
+  b.input("x", {2, 6});
+  b.ints("shape", {3, -1});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", {3, 4});
+  auto m = b.import();
+  REQUIRE(m.ok());
+  REQUIRE(m->graph.nodes.size() == 2);  // the placeholder and the reshape
+  REQUIRE(m->graph.nodes[1].op == "reshape");
+  REQUIRE(m->graph.nodes[1].attrs.find("shape")->to_string() == "shape[3, ?]");
+}
+
+TEST_CASE("malformed files and models are invalid_argument with the reason", "[onnx][errors]") {
+  require_error(tf::parse_onnx("\x0a\xff\xff\xff\xff\x0f garbage").status(), tf::status_code::invalid_argument,
+                "not a serialized ONNX model");
+  model_builder b;
+  b.input("x", {2});
+  b.node("Relu", {"missing"}, {"y"});
+  b.output("y", {2});
+  require_error(b.import().status(), tf::status_code::invalid_argument, "the ONNX checker refused the model: ");
+  const auto dir = std::filesystem::temp_directory_path();
+  require_error(tf::import_onnx(dir.string()).status(), tf::status_code::invalid_argument, "is a directory");
+  require_error(tf::import_onnx((dir / "no-such-model.onnx").string()).status(), tf::status_code::not_found,
+                "cannot open ONNX model");
+}
+
+TEST_CASE("what cannot be mapped is unimplemented, naming the node, its op and what is missing", "[onnx][errors]") {
+  {
+    model_builder b;
+    b.input("x", {2, 2});
+    b.node("Trilu", {"x"}, {"y"}, "upper");
+    b.output("y", {2, 2});
+    require_error(b.import().status(), tf::status_code::unimplemented, "ONNX node 'upper' (Trilu): op type Trilu is not supported");
+  }
+  {
+    model_builder b;
+    b.input("x", {1, 4, 5, 5});
+    b.floats("w", {4, 2, 3, 3}, random_floats(72, 1));
+    set_int(b.node("Conv", {"x", "w"}, {"y"}), "group", 2);
+    b.output("y", {1, 4, 3, 3});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "ONNX node of output 'y' (Conv): group 2 (grouped and depthwise convolution)");
+  }
+  {
+    model_builder b(11);
+    b.input("x", {1, 3});
+    auto& n = b.node("Squeeze", {"x"}, {"y"});
+    auto* a = n.add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(0);
+    b.output("y", {3});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "version 11 of Squeeze (opset 11) predates opset 13; typeflow imports the versions of opsets 13 to 17");
+  }
+  {
+    model_builder b(18);
+    b.input("x", {2});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y", {2});
+    require_error(b.import().status(), tf::status_code::unimplemented, "the model uses opset 18; typeflow imports opsets 13 to 17");
+  }
+  {
+    model_builder b;
+    b.input("x", {2}, onnx::TensorProto::UINT16);
+    b.node("Identity", {"x"}, {"y"});
+    b.output("y", {2}, onnx::TensorProto::UINT16);
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "ONNX graph input 'x': element type UINT16 has no typeflow dtype");
+  }
+  {
+    model_builder b;
+    b.input("x", {2, 6});
+    b.input("shape", {2}, onnx::TensorProto::INT64);
+    b.node("Reshape", {"x", "shape"}, {"y"});
+    b.output("y", {3, 4});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "input 1 (shape, 'shape') must be known when the model is imported");
+  }
+}
+
+TEST_CASE("a bad TensorProto is refused, naming the tensor", "[onnx][errors]") {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.add_dims(3);
+  t.set_raw_data(std::string(20, '\0'));
+  require_error(tf::from_onnx_tensor(t, "initializer 'w'").status(), tf::status_code::invalid_argument,
+                "initializer 'w': raw_data holds 20 bytes; shape [2, 3] of f32 needs 24");
+  t.clear_raw_data();
+  t.add_float_data(1.0f);
+  require_error(tf::from_onnx_tensor(t, "w").status(), tf::status_code::invalid_argument,
+                "float_data holds 1 values; shape [2, 3] has 6 elements");
+  t.set_dims(0, -2);
+  require_error(tf::from_onnx_tensor(t, "w").status(), tf::status_code::invalid_argument, "dimension 0 is negative (-2)");
+  t.set_dims(0, 2);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  require_error(tf::from_onnx_tensor(t, "w").status(), tf::status_code::unimplemented, "external file");
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+  t.set_data_type(onnx::TensorProto::STRING);
+  require_error(tf::from_onnx_tensor(t, "w").status(), tf::status_code::unimplemented, "element type STRING has no typeflow dtype");
+  t.set_data_type(99);
+  require_error(tf::from_onnx_tensor(t, "w").status(), tf::status_code::invalid_argument, "is not an ONNX data type");
+
+  onnx::TensorProto ok;
+  ok.set_data_type(onnx::TensorProto::FLOAT16);
+  ok.add_dims(2);
+  ok.add_int32_data(0x3c00);  // 1.0
+  ok.add_int32_data(0xc000);  // -2.0
+  auto h = tf::from_onnx_tensor(ok, "h");
+  REQUIRE(h.ok());
+  REQUIRE(static_cast<float>(static_cast<const Eigen::half*>(h->data())[1]) == -2.0f);
+}
