@@ -6,10 +6,11 @@
 // that ran disagrees, except the defects of the test data listed below with their reason.
 // Many cases feed as graph inputs what a model exported from a framework holds as constants (a
 // Reshape's shape, a Slice's bounds, an Expand's shape), which typeflow needs when the model is
-// imported, as its shapes are fixed then. When the importer asks for that, the case's integer
-// inputs are made initializers from its data and the model imported again; the table counts those
-// cases in the column `frozen`.
-//   onnx_node_tests DATA_DIR [--verbose] [--only TEXT]
+// imported, as its shapes are fixed then. When the importer asks for such an input, it is made an
+// initializer holding the case's data and the model imported again; the table counts those cases
+// in the column `frozen`.
+// With --strict (typeflow's own models, test/onnx/models), a case the importer refuses fails too.
+//   onnx_node_tests DATA_DIR [--verbose] [--strict] [--only TEXT]
 #include <typeflow/typeflow.hpp>
 #include <typeflow/onnx/import.hpp>
 #include <typeflow/registry/extern_kernels.hpp>
@@ -62,22 +63,34 @@ std::size_t input_file(const fs::path& dir, const std::string& name) {
   return 0;
 }
 
-// The case's model with its int32 and int64 inputs made initializers holding its test data.
-tf::result<tf::onnx_model> freeze_integer_inputs(const fs::path& dir) {
+// The case's model imported with the graph inputs the importer asks to know made initializers
+// holding the case's data, one at a time, as the importer names them ("input 1 (shape, 'shape')
+// must be known when the model is imported").
+tf::result<tf::onnx_model> freeze_inputs(const fs::path& dir, tf::status why) {
   ::onnx::ModelProto m;
   std::ifstream f(dir / "model.onnx", std::ios::binary);
   if (!m.ParseFromIstream(&f)) return tf::errors::invalid_argument("unreadable model");
   auto* g = m.mutable_graph();
-  for (int k = 0; k < g->input_size(); ++k) {
-    const int type = g->input(k).type().tensor_type().elem_type();
-    if (type != ::onnx::TensorProto::INT64 && type != ::onnx::TensorProto::INT32) continue;
+  for (int round = 0; round < 8; ++round) {
+    const std::string message(why.message());
+    const auto end = message.find("') must be known when the model is imported");
+    const auto start = message.rfind(", '", end);
+    if (end == std::string::npos || start == std::string::npos) return why;
+    const std::string name = message.substr(start + 3, end - start - 3);
+    int k = 0;
+    while (k < g->input_size() && g->input(k).name() != name) ++k;
+    if (k == g->input_size()) return why;  // not a graph input: computed in the graph
     ::onnx::TensorProto t;
     std::ifstream in(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb"), std::ios::binary);
-    if (!t.ParseFromIstream(&in)) return tf::errors::invalid_argument("unreadable input ", k);
-    t.set_name(g->input(k).name());
+    if (!t.ParseFromIstream(&in)) return why;
+    t.set_name(name);
     *g->add_initializer() = t;
+    auto model = tf::parse_onnx(m.SerializeAsString());
+    if (model.ok() || model.status().message().find("must be known when the model is imported") == std::string_view::npos)
+      return model;
+    why = model.status();
   }
-  return tf::parse_onnx(m.SerializeAsString());
+  return why;
 }
 
 // "" when the tensors agree, else what differs.
@@ -99,15 +112,16 @@ std::string compare(const tf::tensor& got, const tf::tensor& want) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: onnx_node_tests DATA_DIR [--verbose] [--only TEXT]\n");
+    std::fprintf(stderr, "usage: onnx_node_tests DATA_DIR [--verbose] [--strict] [--only TEXT]\n");
     return 2;
   }
   const fs::path root = argv[1];
-  bool verbose = false;
+  bool verbose = false, strict = false;
   std::string only;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--verbose") verbose = true;
+    else if (a == "--strict") strict = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
   }
   std::error_code ec;
@@ -127,10 +141,9 @@ int main(int argc, char** argv) {
     auto model = tf::load_onnx((dir / "model.onnx").string());
     bool frozen = false;
     if (!model.ok() && model.status().message().find("must be known when the model is imported") != std::string_view::npos) {
-      if (auto again = freeze_integer_inputs(dir); again.ok()) {
-        model = std::move(again);
-        frozen = true;
-      }
+      auto again = freeze_inputs(dir, model.status());
+      frozen = again.ok();
+      model = std::move(again);
     }
     // The op a case is filed under: its node's op type, or "expanded" for a function's expansion.
     std::string op = "(several nodes)";
@@ -141,7 +154,7 @@ int main(int argc, char** argv) {
     }
     row& r = rows[op];
     if (!model.ok()) {
-      if (model.status().code() == tf::status_code::unimplemented) {
+      if (model.status().code() == tf::status_code::unimplemented && !strict) {
         ++r.unsupported;
         std::string reason(model.status().message());
         // Without the file's path and the node's name: the reasons of one op are then alike.
@@ -158,7 +171,7 @@ int main(int argc, char** argv) {
     auto g = tf::runtime_graph<tf::cpu>::make(model->graph);
     if (!g.ok()) {
       // A dtype typeflow's kernels lack is unsupported, not a failure.
-      if (g.status().message().find("no kernel") != std::string::npos) {
+      if (g.status().message().find("no kernel for op") != std::string::npos && !strict) {
         ++r.unsupported;
         r.reasons.insert(std::string(g.status().message()));
         if (verbose) std::printf("UNSUPPORTED %s: %s\n", name.c_str(), g.status().to_string().c_str());

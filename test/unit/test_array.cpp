@@ -626,3 +626,87 @@ TEST_CASE("split reports bad axes, part counts and outputs", "[array][errors]") 
   static_assert(tf::num_outputs_of(tf::ops::split{.num_split = 5}) == 5);
   static_assert(tf::multi_output_op<tf::ops::split> && !tf::multi_output_op<tf::ops::concat>);
 }
+
+namespace {
+
+// where and broadcast_to on random inputs of the given shapes against a reference that indexes
+// every input through NumPy's broadcast by hand.
+std::vector<std::int64_t> broadcast_index(const tf::shape& out, const tf::shape& in, std::int64_t flat) {
+  std::vector<std::int64_t> coord(out.rank());
+  for (std::size_t d = out.rank(); d-- > 0;) {
+    coord[d] = flat % out[d];
+    flat /= out[d];
+  }
+  std::int64_t at = 0;
+  const auto strides = tf::test::strides_of(in);
+  const std::size_t shift = out.rank() - in.rank();
+  for (std::size_t d = 0; d < in.rank(); ++d) at += (in[d] == 1 ? 0 : coord[d + shift]) * strides[d];
+  return {at};
+}
+
+template <class T, class Device>
+void check_where(Device& device, const tf::shape& sc, const tf::shape& sx, const tf::shape& sy, std::uint64_t seed) {
+  INFO("where " << sc.to_string() << " " << sx.to_string() << " " << sy.to_string());
+  const auto c = tf::test::random_tensor<bool>(sc, seed);
+  const auto x = tf::test::random_tensor<T>(sx, seed + 1);
+  const auto y = tf::test::random_tensor<T>(sy, seed + 2);
+  auto out = tf::call<T>(device, tf::ops::where{}, c, x, y);
+  REQUIRE(out.ok());
+  const tf::shape s = *tf::broadcast(sc, *tf::broadcast(sx, sy));
+  REQUIRE(out->shape() == s);
+  const auto cv = tf::test::as_doubles<bool>(c), xv = tf::test::as_doubles<T>(x), yv = tf::test::as_doubles<T>(y);
+  std::vector<double> expected(static_cast<std::size_t>(s.num_elements()));
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto k = static_cast<std::int64_t>(i);
+    expected[i] = cv[broadcast_index(s, sc, k)[0]] != 0 ? xv[broadcast_index(s, sx, k)[0]] : yv[broadcast_index(s, sy, k)[0]];
+  }
+  tf::test::require_close<T>(*out, s, expected, 0);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("where selects with three-way broadcasting", "[array][where]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  check_where<float>(device, tf::shape{5, 7}, tf::shape{5, 7}, tf::shape{5, 7}, 1);
+  check_where<float>(device, tf::shape{1, 7}, tf::shape{5, 1}, tf::shape{}, 2);
+  check_where<std::int64_t>(device, tf::shape{3, 1, 4}, tf::shape{2, 1}, tf::shape{1, 2, 4}, 3);
+  check_where<std::uint8_t>(device, tf::shape{}, tf::shape{6}, tf::shape{6}, 4);
+  check_where<Eigen::half>(device, tf::shape{2, 2, 2, 2, 2, 2}, tf::shape{2, 1, 2, 1, 2, 1}, tf::shape{1, 2, 1, 2, 1, 2}, 5);
+  check_where<double>(device, tf::shape{0, 3}, tf::shape{3}, tf::shape{1}, 6);
+}
+
+TEST_CASE("where reports bad dtypes and shapes", "[array][where][errors]") {
+  tf::cpu device;
+  const auto c = tf::test::random_tensor<bool>(tf::shape{3}, 1);
+  const auto f = tf::test::random_tensor<float>(tf::shape{3}, 1);
+  const auto d = tf::test::random_tensor<double>(tf::shape{3}, 1);
+  require_error(tf::call<float>(device, tf::ops::where{}, f, f, f), tf::status_code::invalid_argument,
+                "where: condition (input 0) must be bool, got f32");
+  require_error(tf::call<float>(device, tf::ops::where{}, c, f, d), tf::status_code::invalid_argument,
+                "where: x (input 1) and y (input 2) must have one dtype, got f32 and f64");
+  require_error(tf::call<float>(device, tf::ops::where{}, c, f, tf::test::random_tensor<float>(tf::shape{4}, 1)),
+                tf::status_code::invalid_argument, "where: x and y: shapes [3] and [4] do not broadcast");
+  require_error(tf::call<float>(device, tf::ops::where{}, tf::test::random_tensor<bool>(tf::shape{2}, 1), f, f),
+                tf::status_code::invalid_argument, "where: condition and values: shapes [2] and [3] do not broadcast");
+}
+
+TEMPLATE_LIST_TEST_CASE("broadcast_to repeats the input as NumPy broadcasts it, both ways", "[array][broadcast_to]",
+                        tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  for (const auto& [in, to] : std::vector<std::pair<tf::shape, tf::shape>>{
+           {tf::shape{3}, tf::shape{2, 3}}, {tf::shape{3, 1}, tf::shape{2, 1, 6}}, {tf::shape{}, tf::shape{4, 5}},
+           {tf::shape{2, 1, 4}, tf::shape{3, 1}}, {tf::shape{5}, tf::shape{0, 5}}}) {
+    INFO("input " << in.to_string() << ", shape " << to.to_string());
+    const auto x = tf::test::random_tensor<std::int32_t>(in, 7, -100, 100);
+    auto y = tf::call<std::int32_t>(device, tf::ops::broadcast_to{to}, x);
+    REQUIRE(y.ok());
+    const tf::shape s = *tf::broadcast(in, to);
+    const auto xv = tf::test::as_doubles<std::int32_t>(x);
+    std::vector<double> expected(static_cast<std::size_t>(s.num_elements()));
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = xv[broadcast_index(s, in, static_cast<std::int64_t>(i))[0]];
+    tf::test::require_close<std::int32_t>(*y, s, expected, 0);
+  }
+  tf::test::require_error(tf::call<float>(device, tf::ops::broadcast_to{tf::shape{2, 4}},
+                                          tf::test::random_tensor<float>(tf::shape{3}, 1)),
+                          tf::status_code::invalid_argument, "broadcast_to: shapes [3] and [2, 4] do not broadcast");
+}

@@ -383,3 +383,64 @@ TEST_CASE("top_k reports bad k, ranks and dtypes", "[nn][top_k][errors]") {
   static_assert(tf::infer(tf::ops::top_k{.k = 2}, in, 1)->type == tf::dtype::i64);
   static_assert(tf::infer(tf::ops::top_k{.k = 2}, in, 1)->dims == tf::shape{3, 2});
 }
+
+namespace {
+
+// layer_norm on random x of shape s over the dimensions from `axis` on, against a double reference.
+template <class T, class Device>
+void check_layer_norm(Device& device, const tf::shape& s, std::int64_t axis, double epsilon, double tol) {
+  INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", shape " << s.to_string() << ", axis " << axis);
+  const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + static_cast<std::int64_t>(s.rank()) : axis);
+  tf::shape normalized;
+  for (std::size_t i = a; i < s.rank(); ++i) normalized.push_back(s[i]);
+  const auto x = tf::test::random_tensor<T>(s, 11, -3, 5);
+  const auto scale = tf::test::random_tensor<T>(normalized, 12);
+  const auto offset = tf::test::random_tensor<T>(normalized, 13);
+  auto y = tf::call<T>(device, tf::ops::layer_norm{.axis = axis, .epsilon = epsilon}, x, scale, offset);
+  REQUIRE(y.ok());
+  const auto xv = tf::test::as_doubles<T>(x), sv = tf::test::as_doubles<T>(scale), ov = tf::test::as_doubles<T>(offset);
+  const std::size_t cols = sv.size(), rows = cols ? xv.size() / cols : 0;
+  std::vector<double> expected(xv.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (std::size_t j = 0; j < cols; ++j) mean += xv[r * cols + j];
+    mean /= static_cast<double>(cols);
+    for (std::size_t j = 0; j < cols; ++j) var += (xv[r * cols + j] - mean) * (xv[r * cols + j] - mean);
+    var /= static_cast<double>(cols);
+    for (std::size_t j = 0; j < cols; ++j)
+      expected[r * cols + j] = (xv[r * cols + j] - mean) / std::sqrt(var + epsilon) * sv[j] + ov[j];
+  }
+  require_close<T>(*y, s, expected, tol);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("layer_norm matches its reference", "[nn][layer_norm]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  for (const auto& [s, axis] : std::vector<std::pair<tf::shape, std::int64_t>>{
+           {tf::shape{7}, 0}, {tf::shape{4, 33}, -1}, {tf::shape{3, 5, 16}, 1}, {tf::shape{2, 128, 256}, -1},
+           {tf::shape{0, 8}, 1}, {tf::shape{2, 3}, 0}}) {
+    check_layer_norm<float>(device, s, axis, 1e-5, 1e-4);
+    check_layer_norm<double>(device, s, axis, 1e-3, 1e-10);
+    check_layer_norm<Eigen::half>(device, s, axis, 1e-5, 2e-2);
+  }
+}
+
+TEST_CASE("layer_norm reports bad shapes and attributes", "[nn][layer_norm][errors]") {
+  tf::cpu device;
+  const auto x = tf::test::random_tensor<float>(tf::shape{2, 3, 4}, 1);
+  const auto v4 = tf::test::random_tensor<float>(tf::shape{4}, 2);
+  const auto m34 = tf::test::random_tensor<float>(tf::shape{3, 4}, 3);
+  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, v4, v4), tf::status_code::invalid_argument,
+                "layer_norm: scale (input 1) has shape [4]; it must be [3, 4], the dimensions of input shape [2, 3, 4] "
+                "from axis 1 on");
+  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, m34, v4), tf::status_code::invalid_argument,
+                "layer_norm: offset (input 2) has shape [4]");
+  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 3}, x, v4, v4), tf::status_code::invalid_argument,
+                "layer_norm: axis 3 is out of range for rank 3");
+  require_error(tf::call<float>(device, tf::ops::layer_norm{.epsilon = -1}, x, v4, v4), tf::status_code::invalid_argument,
+                "layer_norm: epsilon must be >= 0, got -1");
+  const auto xi = tf::test::random_tensor<std::int32_t>(tf::shape{2, 4}, 1);
+  require_error(tf::call<float>(device, tf::ops::layer_norm{}, xi, v4, v4), tf::status_code::invalid_argument,
+                "layer_norm: all inputs must have one dtype, input 0 is i32 and input 1 is f32");
+}

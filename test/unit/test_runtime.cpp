@@ -202,9 +202,21 @@ TEST_CASE("text format: numbers are read exactly, integers as integers", "[runti
   CHECK(*attr("+inf").get<double>() == std::numeric_limits<double>::infinity());
   CHECK(std::isnan(*attr("nan").get<double>()));
   CHECK(std::isnan(attr("[1, nan]").get<std::vector<double>>()->at(1)));
-  for (double v : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), 0.1, -2.5e300}) {
+  CHECK(std::isnan(*attr("-nan").get<double>()));
+  CHECK(std::isnan(*attr("+nan").get<double>()));
+  CHECK((*attr("[inf, -inf, +inf]").get<std::vector<double>>() ==
+         std::vector<double>{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::infinity()}));
+  for (double v : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), 0.1, -2.5e300,
+                   -0.0, 5e-324, 1.0}) {
     const tf::attr_value a(v);
     CHECK(attr(a.to_string()) == a);  // round-trips
+  }
+  // NaN (of either sign, as to_text writes it) comes back NaN, alone and in lists.
+  for (double v : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()}) {
+    CHECK(std::isnan(*attr(tf::attr_value(v).to_string()).get<double>()));
+    const auto list = attr(tf::attr_value(std::vector<double>{v, 2.0}).to_string());
+    CHECK(std::isnan(list.get<std::vector<double>>()->at(0)));
   }
 }
 

@@ -29,6 +29,10 @@ double reference(const tf::ops::tanh&, double x) { return std::tanh(x); }
 double reference(const tf::ops::sigmoid&, double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double reference(const tf::ops::relu&, double x) { return x > 0 ? x : 0; }
 double reference(const tf::ops::softplus&, double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
+double reference(const tf::ops::erf&, double x) { return std::erf(x); }
+double reference(const tf::ops::leaky_relu& op, double x) { return x > 0 ? x : op.alpha * x; }
+double reference(const tf::ops::hard_sigmoid& op, double x) { return std::max(0.0, std::min(1.0, op.alpha * x + op.beta)); }
+double reference(const tf::ops::clip& op, double x) { return std::min(std::max(x, op.min), op.max); }
 double reference(const tf::ops::gelu& g, double x) {
   if (g.approximate) return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
@@ -69,6 +73,11 @@ void check_float_ops(Device& d) {
   check_unary<T>(d, tf::ops::softplus{}, -40, 40, tol);
   check_unary<T>(d, tf::ops::gelu{}, -6, 6, tol);
   check_unary<T>(d, tf::ops::gelu{.approximate = true}, -6, 6, tol);
+  check_unary<T>(d, tf::ops::erf{}, -4, 4, tol);
+  check_unary<T>(d, tf::ops::leaky_relu{}, -10, 10, tol);
+  check_unary<T>(d, tf::ops::leaky_relu{.alpha = 0.01}, -10, 10, tol);
+  check_unary<T>(d, tf::ops::hard_sigmoid{}, -6, 6, tol);
+  check_unary<T>(d, tf::ops::hard_sigmoid{.alpha = 0.5, .beta = 0.25}, -6, 6, tol);
 }
 
 template <class T, class Device>
@@ -77,6 +86,9 @@ void check_signed_ops(Device& d) {
   check_unary<T>(d, tf::ops::abs{}, -100, 100);
   check_unary<T>(d, tf::ops::relu{}, -100, 100);
   check_unary<T>(d, tf::ops::square{}, -10, 10);
+  check_unary<T>(d, tf::ops::clip{.min = -5, .max = 7}, -100, 100);
+  check_unary<T>(d, tf::ops::clip{.min = 3}, -100, 100);
+  check_unary<T>(d, tf::ops::clip{.max = -3}, -100, 100);
 }
 
 }  // namespace
@@ -93,6 +105,23 @@ TEMPLATE_LIST_TEST_CASE("unary ops match their references", "[unary]", tf::test:
   SECTION("i8") { check_signed_ops<std::int8_t>(device); }
   SECTION("i32") { check_signed_ops<std::int32_t>(device); }
   SECTION("i64") { check_signed_ops<std::int64_t>(device); }
+  SECTION("u8") {
+    check_unary<std::uint8_t>(device, tf::ops::clip{.min = 10, .max = 200}, 0, 255);
+    check_unary<std::uint8_t>(device, tf::ops::clip{.min = -10, .max = 1e9}, 0, 255);  // bounds past the range
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("clip keeps NaN and gives max where min > max", "[unary]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  auto x = tf::tensor::from_values<float>({std::nanf(""), -3.0f, 0.5f, 9.0f});
+  auto y = tf::call<float>(device, tf::ops::clip{.min = -1, .max = 1}, *x);
+  REQUIRE(y.ok());
+  const float* v = static_cast<const float*>(y->data());
+  REQUIRE(std::isnan(v[0]));
+  REQUIRE((v[1] == -1.0f && v[2] == 0.5f && v[3] == 1.0f));
+  auto z = tf::call<float>(device, tf::ops::clip{.min = 2, .max = 1}, *x);
+  REQUIRE(z.ok());
+  for (int i = 1; i < 4; ++i) REQUIRE(static_cast<const float*>(z->data())[i] == 1.0f);
 }
 
 TEMPLATE_LIST_TEST_CASE("special values follow IEEE semantics", "[unary]", tf::test::device_policies) {

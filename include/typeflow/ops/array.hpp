@@ -160,6 +160,51 @@ struct identity {
   friend constexpr bool operator==(const identity&, const identity&) = default;
 };
 
+// x where condition is true, y elsewhere; the three broadcast together as NumPy's (ONNX's Where,
+// TensorFlow's SelectV2). condition is bool; x and y have one dtype, the output's, which picks
+// the kernel.
+struct where {
+  static constexpr std::string_view name = "where";
+  static constexpr int num_inputs = 3;
+  static constexpr int kernel_dtype_input = 1;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    if (in[0] != dtype::boolean) return errors::invalid_argument(name, ": condition (input 0) must be bool, got ", in[0]);
+    if (in[1] != in[2])
+      return errors::invalid_argument(name, ": x (input 1) and y (input 2) must have one dtype, got ", in[1], " and ", in[2]);
+    return in[1];
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    auto xy = typeflow::broadcast(in[1], in[2]);
+    if (!xy.ok()) return xy.status().with_context("where: x and y");
+    auto all = typeflow::broadcast(in[0], *xy);
+    if (!all.ok()) return all.status().with_context("where: condition and values");
+    return all;
+  }
+  friend constexpr bool operator==(const where&, const where&) = default;
+};
+
+// The input repeated to the broadcast of its shape and `shape` (NumPy's rule, both ways, as ONNX's
+// Expand; TensorFlow's BroadcastTo is the case where the result is `shape`). `shape` is fully
+// defined.
+struct broadcast_to {
+  static constexpr std::string_view name = "broadcast_to";
+  static constexpr int num_inputs = 1;
+  typeflow::shape dims{};
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<typeflow::shape> infer_shape(std::span<const typeflow::shape> in) const {
+    if (!dims.is_fully_defined())
+      return errors::invalid_argument(name, ": shape ", dims, " must be fully defined");
+    auto out = typeflow::broadcast(in[0], dims);
+    if (!out.ok()) return out.status().with_context(name);
+    return out;
+  }
+  friend constexpr bool operator==(const broadcast_to&, const broadcast_to&) = default;
+};
+
 // y[i0, ..., in] = x at the index whose dimension perm[k] is ik: output dimension k is input
 // dimension perm[k]. An empty perm reverses the dimensions (a matrix transpose for rank 2).
 // Entries count from the front only, as in TensorFlow: negative entries are rejected.

@@ -90,6 +90,19 @@ inline constexpr auto op_attributes<ops::argmax> = std::tuple{attribute<"axis", 
 template <>
 inline constexpr auto op_attributes<ops::gelu> = std::tuple{attribute<"approximate", &ops::gelu::approximate>{}};
 template <>
+inline constexpr auto op_attributes<ops::broadcast_to> = std::tuple{attribute<"shape", &ops::broadcast_to::dims>{}};
+template <>
+inline constexpr auto op_attributes<ops::layer_norm> =
+    std::tuple{attribute<"axis", &ops::layer_norm::axis>{}, attribute<"epsilon", &ops::layer_norm::epsilon>{}};
+template <>
+inline constexpr auto op_attributes<ops::leaky_relu> = std::tuple{attribute<"alpha", &ops::leaky_relu::alpha>{}};
+template <>
+inline constexpr auto op_attributes<ops::hard_sigmoid> =
+    std::tuple{attribute<"alpha", &ops::hard_sigmoid::alpha>{}, attribute<"beta", &ops::hard_sigmoid::beta>{}};
+template <>
+inline constexpr auto op_attributes<ops::clip> =
+    std::tuple{attribute<"min", &ops::clip::min>{}, attribute<"max", &ops::clip::max>{}};
+template <>
 inline constexpr auto op_attributes<ops::cast> = std::tuple{attribute<"to", &ops::cast::to>{}};
 template <>
 inline constexpr auto op_attributes<ops::reshape> = std::tuple{attribute<"shape", &ops::reshape::to>{}};

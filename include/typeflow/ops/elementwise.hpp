@@ -21,6 +21,7 @@ inline constexpr bool is_fusable_elementwise =
     std::is_same_v<Op, ops::relu> || std::is_same_v<Op, ops::gelu> || std::is_same_v<Op, ops::softplus> ||
     std::is_same_v<Op, ops::add> || std::is_same_v<Op, ops::sub> || std::is_same_v<Op, ops::mul> ||
     std::is_same_v<Op, ops::div> || std::is_same_v<Op, ops::maximum> || std::is_same_v<Op, ops::minimum> ||
-    std::is_same_v<Op, ops::pow>;
+    std::is_same_v<Op, ops::pow> || std::is_same_v<Op, ops::erf> || std::is_same_v<Op, ops::leaky_relu> ||
+    std::is_same_v<Op, ops::hard_sigmoid> || std::is_same_v<Op, ops::clip>;
 
 }  // namespace typeflow

@@ -83,6 +83,40 @@ struct softmax_op {
 using softmax = softmax_op<false>;
 using log_softmax = softmax_op<true>;
 
+// Layer normalisation (ONNX's LayerNormalization, stash_type float): over the dimensions from
+// `axis` on (negative counts from the back), y = (x - mean) / sqrt(variance + epsilon) * scale +
+// offset, with the biased variance; scale and offset (inputs 1 and 2) have the shape of those
+// dimensions. Statistics are computed in float (double for f64) whatever the dtype.
+struct layer_norm {
+  static constexpr std::string_view name = "layer_norm";
+  static constexpr int num_inputs = 3;
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::floating);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    if (auto st = detail::require_min_rank(name, "input 0 (x)", x, 1); !st.ok()) return st;
+    const auto a = normalize_axis(axis, x.rank());
+    if (!a.ok()) return a.status().with_context(name);
+    if (!(epsilon >= 0)) return errors::invalid_argument(name, ": epsilon must be >= 0, got ", epsilon);
+    shape normalized;
+    for (std::size_t i = *a; i < x.rank(); ++i) normalized.push_back(x[i]);
+    for (std::size_t k = 1; k < 3; ++k) {
+      bool ok = in[k].rank() == normalized.rank();
+      for (std::size_t i = 0; ok && i < normalized.rank(); ++i) ok = detail::compatible(in[k][i], normalized[i]);
+      if (!ok)
+        return errors::invalid_argument(name, ": ", k == 1 ? "scale (input 1)" : "offset (input 2)", " has shape ", in[k],
+                                        "; it must be ", normalized, ", the dimensions of input shape ", x,
+                                        " from axis ", *a, " on");
+    }
+    return x;
+  }
+  friend constexpr bool operator==(const layer_norm&, const layer_norm&) = default;
+};
+
 // Inference batch normalisation (TensorFlow's FusedBatchNorm with is_training = false):
 // inputs x [..., c], scale [c], offset [c], mean [c], variance [c];
 // y = (x - mean) * scale / sqrt(variance + epsilon) + offset, per channel of the last dimension.

@@ -110,10 +110,13 @@ constexpr result<tensor_spec> infer(const Op& o, std::span<const tensor_spec> in
   return tensor_spec{*d, *s};
 }
 
-// The dtype a kernel is chosen by: that of input 0, or of the output for ops with no inputs.
+// The dtype a kernel is chosen by: that of input 0, or of the output for ops with no inputs, or of
+// input Op::kernel_dtype_input for an op that names one (where: its condition is bool, its values
+// are what the kernel is for).
 template <op Op>
 constexpr dtype kernel_dtype(std::span<const tensor_spec> inputs, const tensor_spec& output) {
-  return inputs.empty() ? output.type : inputs[0].type;
+  if constexpr (requires { Op::kernel_dtype_input; }) return inputs[Op::kernel_dtype_input].type;
+  else return inputs.empty() ? output.type : inputs[0].type;
 }
 
 } // namespace typeflow

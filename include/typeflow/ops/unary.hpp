@@ -4,6 +4,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <limits>
 #include <span>
 #include <string_view>
 
@@ -44,6 +45,48 @@ struct sigmoid : unary_op<sigmoid, detail::accepts::floating> { static constexpr
 struct relu : unary_op<relu, detail::accepts::signed_numbers> { static constexpr std::string_view name = "relu"; };
 // log(1 + e^x), computed without overflow for large |x|
 struct softplus : unary_op<softplus, detail::accepts::floating> { static constexpr std::string_view name = "softplus"; };
+
+// the error function, 2/√π ∫₀ˣ e^(-t²) dt
+struct erf : unary_op<erf, detail::accepts::floating> { static constexpr std::string_view name = "erf"; };
+
+// Elementwise ops with attributes have no unary_op base: a base class would be the first member
+// of the aggregate and make leaky_relu{.alpha = 0.1} warn under -Wextra.
+#define TYPEFLOW_UNARY_INFERENCE(op, accepted)                                                    \
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {                          \
+    return detail::same_dtype(name, in, detail::accepts::accepted);                                \
+  }                                                                                                \
+  constexpr result<shape> infer_shape(std::span<const shape> in) const { return in[0]; }           \
+  friend constexpr bool operator==(const op&, const op&) = default;
+
+// x for x > 0, alpha x otherwise (TensorFlow's default alpha; ONNX's LeakyRelu defaults to 0.01).
+struct leaky_relu {
+  static constexpr std::string_view name = "leaky_relu";
+  static constexpr int num_inputs = 1;
+  double alpha = 0.2;
+  TYPEFLOW_UNARY_INFERENCE(leaky_relu, floating)
+};
+
+// max(0, min(1, alpha x + beta)), ONNX's HardSigmoid.
+struct hard_sigmoid {
+  static constexpr std::string_view name = "hard_sigmoid";
+  static constexpr int num_inputs = 1;
+  double alpha = 0.2;
+  double beta = 0.5;
+  TYPEFLOW_UNARY_INFERENCE(hard_sigmoid, floating)
+};
+
+// min(max(x, min), max): each bound, converted to the dtype, where it lies inside the dtype's
+// range (the defaults, -inf and +inf, clip nothing). NaN stays NaN. min > max gives max everywhere
+// (NumPy's and ONNX's rule).
+struct clip {
+  static constexpr std::string_view name = "clip";
+  static constexpr int num_inputs = 1;
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  TYPEFLOW_UNARY_INFERENCE(clip, numbers)
+};
+
+#undef TYPEFLOW_UNARY_INFERENCE
 
 // x * Φ(x). approximate == false: the exact form 0.5 x (1 + erf(x / √2));
 // approximate == true: the tanh form 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).

@@ -19,6 +19,7 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/detail/format.hpp>
+#include <typeflow/kernels/cpu/detail/broadcast.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/array.hpp>
@@ -476,6 +477,61 @@ struct fill_kernel {
   }
 };
 
+// where(condition, x, y), broadcast: a select over dense inputs, else the strided walk of the
+// broadcast layout, split over the policy's threads.
+template <class Op, class Device, class T>
+struct where_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+
+  static status compute(const Op&, kernel_context<Device>& ctx) {
+    const tensor& y = ctx.outputs[0];
+    if (y.num_elements() == 0) return ok_status();
+    const auto l = detail::make_broadcast_layout<3>({ctx.inputs[0].shape(), ctx.inputs[1].shape(), ctx.inputs[2].shape()},
+                                                    y.shape());
+    const bool* c = ctx.inputs[0].template unchecked_data<const bool>();
+    const T* a = ctx.inputs[1].template unchecked_data<const T>();
+    const T* b = ctx.inputs[2].template unchecked_data<const T>();
+    T* out = y.unchecked_data<T>();
+    if (l.is_dense(0) && l.is_dense(1) && l.is_dense(2)) {
+      const Eigen::Index n = y.num_elements();
+      eigen_assign(ctx.device.eigen(), eigen_tensor_map<T, 1>(out, n),
+                   eigen_const_tensor_map<bool, 1>(c, n).select(eigen_const_tensor_map<T, 1>(a, n),
+                                                                eigen_const_tensor_map<T, 1>(b, n)));
+      return ok_status();
+    }
+    ctx.device.parallel_for(l.num_elements(), 6.0, [&](std::int64_t first, std::int64_t last) {
+      l.for_each_offset(first, last, [&](std::int64_t i, const std::array<std::int64_t, 3>& at) {
+        out[i] = c[at[0]] ? a[at[1]] : b[at[2]];
+      });
+    });
+    return ok_status();
+  }
+};
+
+// broadcast_to: every output element reads its input element through the broadcast layout.
+template <class Op, class Device, class T>
+struct broadcast_to_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+
+  static status compute(const Op&, kernel_context<Device>& ctx) {
+    const tensor& y = ctx.outputs[0];
+    if (y.num_elements() == 0) return ok_status();
+    const auto l = detail::make_broadcast_layout<1>({ctx.inputs[0].shape()}, y.shape());
+    const T* x = ctx.inputs[0].template unchecked_data<const T>();
+    T* out = y.unchecked_data<T>();
+    ctx.device.parallel_for(l.num_elements(), 3.0, [&](std::int64_t first, std::int64_t last) {
+      l.for_each_offset(first, last, [&](std::int64_t i, const std::array<std::int64_t, 1>& at) { out[i] = x[at[0]]; });
+    });
+    return ok_status();
+  }
+};
+
 struct array_kernels : named_kernel_list<kernel_list<
     kernel_family<copy_kernel, ops::reshape, host_devices, all_types>,
     kernel_family<copy_kernel, ops::identity, host_devices, all_types>,
@@ -485,6 +541,8 @@ struct array_kernels : named_kernel_list<kernel_list<
     kernel_family<split_kernel, ops::split, host_devices, all_types>,
     kernel_family<pad_kernel, ops::pad, host_devices, all_types>,
     kernel_family<gather_kernel, ops::gather, host_devices, all_types>,
-    kernel_family<fill_kernel, ops::fill, host_devices, all_types>>> {};
+    kernel_family<fill_kernel, ops::fill, host_devices, all_types>,
+    kernel_family<where_kernel, ops::where, host_devices, all_types>,
+    kernel_family<broadcast_to_kernel, ops::broadcast_to, host_devices, all_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

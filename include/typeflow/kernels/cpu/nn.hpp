@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU kernels for bias_add, softmax, log_softmax and batch_norm. bias_add and batch_norm are one
+// CPU kernels for bias_add, softmax, log_softmax, batch_norm and layer_norm. bias_add and batch_norm are one
 // Eigen broadcast expression over the [rows, channels] view on the policy's Eigen device; softmax
 // works on cache-sized blocks of rows (or columns), the blocks split over the policy's threads.
 #pragma once
@@ -74,6 +74,54 @@ struct eigen_batch_norm_kernel {
         folded_offset.reshape(one_by_channels).broadcast(rows_by_one);
     return ok_status();
   }
+};
+
+// layer_norm over the trailing `cols` elements of each of `rows` rows: mean and biased variance
+// in float (double for f64), two passes over the row (exact enough for rows of any length where
+// one pass of sums of squares would cancel), then the affine map with scale and offset. Rows are
+// split over the policy's threads.
+template <class Op, class Device, class T>
+struct layer_norm_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = true;
+
+  static status compute(const Op& op, kernel_context<Device>& ctx) {
+    const tensor& x = ctx.inputs[0];
+    tensor& y = ctx.outputs[0];
+    if (y.num_elements() == 0) return ok_status();
+    const std::size_t axis = *normalize_axis(op.axis, x.rank());  // checked by inference
+    const std::int64_t rows = x.shape().product(0, axis);
+    const std::int64_t cols = x.shape().product(axis, x.rank());
+    const T* in = x.unchecked_data<const T>();
+    const T* scale = ctx.inputs[1].template unchecked_data<const T>();
+    const T* offset = ctx.inputs[2].template unchecked_data<const T>();
+    T* out = y.unchecked_data<T>();
+    const acc epsilon = static_cast<acc>(op.epsilon);
+    ctx.device.parallel_for(rows, 12.0 * static_cast<double>(cols), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r) {
+        const T* row = in + r * cols;
+        T* dst = out + r * cols;
+        acc sum = 0;
+        for (std::int64_t j = 0; j < cols; ++j) sum += static_cast<acc>(row[j]);
+        const acc mean = sum / static_cast<acc>(cols);
+        acc squares = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const acc d = static_cast<acc>(row[j]) - mean;
+          squares += d * d;
+        }
+        const acc inv = acc(1) / std::sqrt(squares / static_cast<acc>(cols) + epsilon);
+        for (std::int64_t j = 0; j < cols; ++j)
+          dst[j] = static_cast<T>((static_cast<acc>(row[j]) - mean) * inv * static_cast<acc>(scale[j]) +
+                                  static_cast<acc>(offset[j]));
+      }
+    });
+    return ok_status();
+  }
+
+ private:
+  using acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 };
 
 // softmax and log_softmax along one axis of x, seen as [outer, n, inner] with n the axis.
@@ -180,6 +228,7 @@ struct nn_kernels : named_kernel_list<kernel_list<
     kernel_family<eigen_bias_add_kernel, ops::bias_add, host_devices, dtypes<float, double, std::int32_t, std::int64_t>>,
     kernel_family<softmax_kernel, ops::softmax, host_devices, float_kernel_types>,
     kernel_family<softmax_kernel, ops::log_softmax, host_devices, float_kernel_types>,
-    kernel_family<eigen_batch_norm_kernel, ops::batch_norm, host_devices, float_types>>> {};
+    kernel_family<eigen_batch_norm_kernel, ops::batch_norm, host_devices, float_types>,
+    kernel_family<layer_norm_kernel, ops::layer_norm, host_devices, float_kernel_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

@@ -36,6 +36,18 @@ auto unary_expression(const Op& op, const X& x) {
   else if constexpr (std::is_same_v<Op, ops::tanh>) return x.tanh();
   else if constexpr (std::is_same_v<Op, ops::sigmoid>) return x.sigmoid();
   else if constexpr (std::is_same_v<Op, ops::relu>) return x.cwiseMax(T(0));
+  else if constexpr (std::is_same_v<Op, ops::erf>) return x.erf();
+  else if constexpr (std::is_same_v<Op, ops::leaky_relu>) return (x > T(0)).select(x, x * T(op.alpha));
+  else if constexpr (std::is_same_v<Op, ops::hard_sigmoid>)
+    return (x * T(op.alpha) + T(op.beta)).cwiseMax(T(0)).cwiseMin(T(1));
+  else if constexpr (std::is_same_v<Op, ops::clip>) {
+    // min(max(x, lo), hi): bounds outside the dtype's range clip nothing; NaN passes (a comparison
+    // with NaN is false); lo > hi gives hi.
+    const T lo = op.min > static_cast<double>(Eigen::NumTraits<T>::lowest()) ? static_cast<T>(op.min) : Eigen::NumTraits<T>::lowest();
+    const T hi = op.max < static_cast<double>(Eigen::NumTraits<T>::highest()) ? static_cast<T>(op.max) : Eigen::NumTraits<T>::highest();
+    const auto raised = (x < lo).select(x.constant(lo), x);
+    return (raised > hi).select(raised.constant(hi), raised);
+  }
   else if constexpr (std::is_same_v<Op, ops::softplus>) {
     // TensorFlow's formulation: x for large x, e^x for very negative x, log1p(e^x) between,
     // with the threshold at log(epsilon) + 2 so neither branch loses precision.
@@ -132,6 +144,8 @@ struct eigen_cast_kernel {
 };
 
 using float_kernel_types = dtypes<float, double, Eigen::half, Eigen::bfloat16>;
+using number_kernel_types =
+    dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::uint8_t, std::int32_t, std::int64_t>;
 using signed_kernel_types = dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int32_t, std::int64_t>;
 
 struct unary_kernels : named_kernel_list<kernel_list<
@@ -147,6 +161,10 @@ struct unary_kernels : named_kernel_list<kernel_list<
     kernel_family<eigen_unary_kernel, ops::sigmoid, host_devices, float_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::softplus, host_devices, float_kernel_types>,
     kernel_family<eigen_unary_kernel, ops::gelu, host_devices, float_kernel_types>,
+    kernel_family<eigen_unary_kernel, ops::erf, host_devices, float_kernel_types>,
+    kernel_family<eigen_unary_kernel, ops::leaky_relu, host_devices, float_kernel_types>,
+    kernel_family<eigen_unary_kernel, ops::hard_sigmoid, host_devices, float_kernel_types>,
+    kernel_family<eigen_unary_kernel, ops::clip, host_devices, number_kernel_types>,
     kernel_family<eigen_cast_kernel, ops::cast, host_devices, all_types>>> {};
 
 }  // namespace typeflow::cpu_kernels

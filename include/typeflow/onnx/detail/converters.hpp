@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -787,6 +788,181 @@ inline status dropout(node_context& c) {
   return identity(c);
 }
 
+// ---- ops with attributes from inputs, and shapes known at import ----
+
+template <class Op>
+status unary_attr_alpha(node_context& c, double fallback) {
+  TYPEFLOW_ONNX_TRY(alpha, c.attr_float("alpha", fallback));
+  return c.set(c.apply(Op{alpha}, {c.input(0)}));
+}
+inline status leaky_relu(node_context& c) { return unary_attr_alpha<ops::leaky_relu>(c, 0.01); }
+
+inline status hard_sigmoid(node_context& c) {
+  TYPEFLOW_ONNX_TRY(alpha, c.attr_float("alpha", 0.2));
+  TYPEFLOW_ONNX_TRY(beta, c.attr_float("beta", 0.5));
+  return c.set(c.apply(ops::hard_sigmoid{alpha, beta}, {c.input(0)}));
+}
+
+// Clip: min and max are optional inputs (known at import); absent, they clip nothing.
+inline status clip(node_context& c) {
+  ops::clip op;
+  for (std::size_t k : {std::size_t{1}, std::size_t{2}}) {
+    if (!c.has_input(k)) continue;
+    TYPEFLOW_ONNX_TRY(bound, c.constant_input(k, k == 1 ? "min" : "max"));
+    if (bound.num_elements() != 1) return errors::invalid_argument("input ", k, " must hold one value");
+    (k == 1 ? op.min : op.max) = double_values(bound)[0];
+  }
+  return c.set(c.apply(op, {c.input(0)}));
+}
+
+inline status where(node_context& c) { return c.set(c.apply(ops::where{}, {c.input(0), c.input(1), c.input(2)})); }
+
+inline result<shape> shape_input(node_context& c, std::size_t k) {
+  auto dims = c.int_input(k, "shape");
+  if (!dims.ok()) return dims.status();
+  for (auto d : *dims)
+    if (d < 0) return errors::invalid_argument("shape entries must be >= 0, got ", d);
+  auto s = shape::from_span(*dims);
+  if (!s.ok()) return s.status().with_context("input 1 (shape)");
+  return s;
+}
+
+inline status expand(node_context& c) {
+  TYPEFLOW_ONNX_TRY(to, shape_input(c, 1));
+  return c.set(c.apply(ops::broadcast_to{to}, {c.input(0)}));
+}
+
+// LayerNormalization (opset 17), with its optional Mean and InvStdDev outputs.
+inline status layer_normalization(node_context& c) {
+  TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", -1));
+  TYPEFLOW_ONNX_TRY(epsilon, c.attr_float("epsilon", 1e-5));
+  TYPEFLOW_ONNX_TRY(stash, c.attr_int("stash_type", 1));
+  if (stash != 1) return errors::unimplemented("stash_type ", stash, " (statistics are computed in float)");
+  const value& x = c.input(0);
+  TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, x.spec.dims.rank(), "axis"));
+  shape normalized;
+  for (std::size_t i = static_cast<std::size_t>(a); i < x.spec.dims.rank(); ++i) normalized.push_back(x.spec.dims[i]);
+  // Scale and bias broadcast to the normalized dimensions; a missing bias is zeros.
+  const auto fit = [&](const value& v, std::string_view suffix) -> result<value> {
+    if (v.spec.dims == normalized) return v;
+    if (!normalized.is_fully_defined())
+      return errors::unimplemented("a scale or bias of shape ", v.spec.dims, " broadcast to dimensions ", normalized,
+                                   " unknown at import");
+    return c.apply(ops::broadcast_to{normalized}, {v}, suffix);
+  };
+  TYPEFLOW_ONNX_TRY(scale, fit(c.input(1), "scale"));
+  value bias;
+  if (c.has_input(2)) {
+    TYPEFLOW_ONNX_TRY(b, fit(c.input(2), "bias"));
+    bias = std::move(b);
+  } else {
+    if (!normalized.is_fully_defined()) return errors::unimplemented("no bias, with dimensions ", normalized, " unknown at import");
+    auto zeros = tensor::allocate(x.spec.type, normalized);
+    if (!zeros.ok()) return zeros.status();
+    std::memset(zeros->data(), 0, zeros->bytes());
+    bias = c.graph().constant(c.name("bias"), std::move(*zeros));
+  }
+  if (auto st = c.set(c.apply(ops::layer_norm{axis, epsilon}, {x, scale, bias})); !st.ok()) return st;
+  if (c.num_outputs() == 1) return ok_status();
+  // Mean and InvStdDev, in float, with the normalized dimensions kept as 1s: computed by their
+  // own nodes, which a session runs only when they are fetched or read.
+  value xf = x;
+  if (x.spec.type != dtype::f32) {
+    TYPEFLOW_ONNX_TRY(cast, c.apply(ops::cast{dtype::f32}, {x}, "x_float"));
+    xf = std::move(cast);
+  }
+  int_list axes;
+  for (std::size_t i = static_cast<std::size_t>(a); i < x.spec.dims.rank(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+  const auto output_name = [&](int k) { return c.node().output(k); };
+  TYPEFLOW_ONNX_TRY(mean, c.graph().apply1(ops::reduce_mean{axes, true}, output_name(1), std::span<const value>(&xf, 1)));
+  c.outputs().push_back(mean);
+  if (c.num_outputs() < 3) return ok_status();
+  TYPEFLOW_ONNX_TRY(centered, c.apply(ops::sub{}, {xf, mean}, "centered"));
+  TYPEFLOW_ONNX_TRY(squared, c.apply(ops::square{}, {centered}, "squared"));
+  TYPEFLOW_ONNX_TRY(variance, c.apply(ops::reduce_mean{axes, true}, {squared}, "variance"));
+  const value eps = c.graph().scalar(c.name("epsilon"), dtype::f32, epsilon);
+  TYPEFLOW_ONNX_TRY(shifted, c.apply(ops::add{}, {variance, eps}, "variance_epsilon"));
+  TYPEFLOW_ONNX_TRY(inv, c.graph().apply1(ops::rsqrt{}, output_name(2), std::span<const value>(&shifted, 1)));
+  c.outputs().push_back(inv);
+  return ok_status();
+}
+
+// Shape and Size: constants, from the input's spec, when the dimensions are known at import.
+inline status shape_of(node_context& c) {
+  const shape& d = c.input(0).spec.dims;
+  const auto r = static_cast<std::int64_t>(d.rank());
+  TYPEFLOW_ONNX_TRY(start_attr, c.attr_int("start", 0));
+  TYPEFLOW_ONNX_TRY(end_attr, c.attr_int("end", r));
+  const std::int64_t start = std::clamp<std::int64_t>(start_attr < 0 ? start_attr + r : start_attr, 0, r);
+  const std::int64_t end = std::clamp<std::int64_t>(end_attr < 0 ? end_attr + r : end_attr, 0, r);
+  std::vector<std::int64_t> dims;
+  for (std::int64_t i = start; i < end; ++i) {
+    if (d[static_cast<std::size_t>(i)] == dyn)
+      return errors::unimplemented("dimension ", i, " of input shape ", d, " is unknown at import (typeflow folds Shape "
+                                   "to a constant)");
+    dims.push_back(d[static_cast<std::size_t>(i)]);
+  }
+  auto t = tensor::from_values<std::int64_t>(std::span<const std::int64_t>(dims), shape{static_cast<std::int64_t>(dims.size())});
+  if (!t.ok()) return t.status();
+  return c.set(c.graph().constant(c.name(), std::move(*t)));
+}
+
+inline status size_of_input(node_context& c) {
+  const shape& d = c.input(0).spec.dims;
+  const std::int64_t n = ops::detail::known_num_elements(d);
+  if (n == dyn) return errors::unimplemented("the element count of input shape ", d, " is unknown at import (typeflow folds "
+                                             "Size to a constant)");
+  auto t = tensor::scalar<std::int64_t>(n);
+  if (!t.ok()) return t.status();
+  return c.set(c.graph().constant(c.name(), std::move(*t)));
+}
+
+// ConstantOfShape: a fill of the value attribute's one element (f32 0 by default).
+inline status constant_of_shape(node_context& c) {
+  TYPEFLOW_ONNX_TRY(dims, shape_input(c, 0));
+  ops::fill op{dims, 0.0, dtype::f32};
+  if (const auto* a = c.attribute("value")) {
+    auto v = from_onnx_tensor(a->t(), "attribute 'value'");
+    if (!v.ok()) return v.status();
+    if (v->num_elements() != 1) return errors::invalid_argument("attribute 'value' must hold one element");
+    op.type = v->dtype();
+    op.value = double_values(*v)[0];
+  }
+  return c.set(c.apply(op, std::span<const value>{}));
+}
+
+inline constexpr std::int64_t max_range_elements = std::int64_t{1} << 24;
+
+// Range: start, limit and delta known at import; the values are computed here, as ONNX defines
+// them (n = max(ceil((limit - start) / delta), 0), start + i * delta in the inputs' dtype).
+inline status range(node_context& c) {
+  TYPEFLOW_ONNX_TRY(start, c.constant_input(0, "start"));
+  TYPEFLOW_ONNX_TRY(limit, c.constant_input(1, "limit"));
+  TYPEFLOW_ONNX_TRY(delta, c.constant_input(2, "delta"));
+  const dtype t = start.dtype();
+  if (start.num_elements() != 1 || limit.num_elements() != 1 || delta.num_elements() != 1)
+    return errors::invalid_argument("start, limit and delta must be scalars");
+  const double s = double_values(start)[0], l = double_values(limit)[0], d = double_values(delta)[0];
+  if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+    return errors::invalid_argument("range ", s, " to ", l, " by ", d, " is not finite");
+  const double count = std::max(std::ceil((l - s) / d), 0.0);
+  // The values are written into the graph as a const node: a bound keeps that reasonable.
+  if (count > static_cast<double>(max_range_elements))
+    return errors::unimplemented("a Range of ", count, " elements; typeflow computes Range at import, up to ",
+                                 max_range_elements, " elements");
+  auto out = tensor::allocate(t, shape{static_cast<std::int64_t>(count)});
+  if (!out.ok()) return out.status();
+  visit(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T first = *static_cast<const T*>(start.data()), step = *static_cast<const T*>(delta.data());
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i)
+        static_cast<T*>(out->data())[i] = static_cast<T>(first + static_cast<T>(i) * step);
+    }
+  });
+  return c.set(c.graph().constant(c.name(), std::move(*out)));
+}
+
 // The converters by ONNX op type (the default domain).
 inline const std::unordered_map<std::string_view, converter>& converters() {
   static const std::unordered_map<std::string_view, converter> table{
@@ -808,7 +984,11 @@ inline const std::unordered_map<std::string_view, converter>& converters() {
       {"ReduceSum", reduce<ops::reduce_sum>},   {"ReduceMean", reduce<ops::reduce_mean>},
       {"ReduceMax", reduce<ops::reduce_max>},   {"ReduceMin", reduce<ops::reduce_min>},
       {"ReduceProd", reduce<ops::reduce_prod>}, {"ArgMax", argmax},         {"TopK", top_k},
-      {"Constant", constant},           {"Dropout", dropout},
+      {"Constant", constant},           {"Dropout", dropout},               {"Erf", unary<ops::erf>},
+      {"LeakyRelu", leaky_relu},        {"HardSigmoid", hard_sigmoid},      {"Clip", clip},
+      {"Where", where},                 {"Expand", expand},                 {"LayerNormalization", layer_normalization},
+      {"Shape", shape_of},              {"Size", size_of_input},            {"ConstantOfShape", constant_of_shape},
+      {"Range", range},
   };
   return table;
 }
