@@ -1,94 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer harness for what a graph file reaches: the text format, runtime-graph validation
 // (names, edges, ops, attributes, inference), to_text round trips, and one run of every graph that
-// validates, with its placeholders fed zeros (dyn dimensions as 1) and every sink fetched.
-// Any crash, sanitizer report, hang or unbounded allocation is a bug; statuses are the expected
-// outcome of bad input. Built by meson -Dfuzzing=enabled with Clang; scripts/fuzz runs it.
-#include <typeflow/typeflow.hpp>
+// validates (check_graph.hpp). Built by meson -Dfuzzing=enabled with Clang; scripts/fuzz runs it.
+#include "check_graph.hpp"
 
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
-
-namespace tf = typeflow;
-
-namespace {
-
-// Graphs whose tensors are this large are valid but only cost the fuzzer time and memory.
-constexpr std::int64_t max_elements = 1 << 16;
-
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_graph: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-std::int64_t elements_with_dyn_as_one(const tf::shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d == tf::dyn ? 1 : d;
-  return n;
-}
-
-// True when every shape attribute of the graph is small (const and fill allocate at make time).
-bool small(const tf::graph_def& def) {
-  for (const auto& n : def.nodes)
-    for (const auto& [name, value] : n.attrs) {
-      if (const auto* s = value.get<tf::shape>(); s && elements_with_dyn_as_one(*s) > max_elements) return false;
-      if (const auto* l = value.get<std::vector<std::int64_t>>(); l && name == "shape") {
-        std::int64_t e = 1;
-        for (auto d : *l)
-          if (d > 0 && (e *= d) > max_elements) return false;
-      }
-    }
-  return true;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto def = tf::parse_graph(text);
+  auto def = typeflow::parse_graph(text);
   if (!def.ok()) {
-    if (def.status().message().empty()) fail("an error without a message", std::string(text));
+    if (def.status().message().empty()) fuzz::fail("an error without a message", std::string(text));
     return 0;
   }
-  // What to_text writes parses back to the same graph (NaN aside: it is not equal to itself).
-  const std::string written = tf::to_text(*def);
-  auto again = tf::parse_graph(written);
-  if (!again.ok()) fail("to_text wrote what parse_graph refuses", written + "\n" + again.status().to_string());
-  if (tf::to_text(*again) != written) fail("to_text did not round-trip", written);
-
-  if (!small(*def)) return 0;
-  auto made = tf::runtime_graph<tf::cpu>::make(std::move(*def));
-  if (!made.ok()) {
-    if (made.status().message().empty()) fail("a validation error without a message", std::string(text));
-    return 0;
-  }
-  auto g = std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*made));
-  std::vector<std::pair<std::string, tf::tensor>> feeds;
-  std::vector<std::string> fetches;
-  for (const auto& it : g->items()) {
-    for (const tf::tensor_spec& spec : it.specs)
-      if (elements_with_dyn_as_one(spec.dims) > max_elements) return 0;
-    if (it.consumers.empty()) fetches.push_back(it.name);
-    if (it.kind != tf::runtime_node_kind::placeholder) continue;
-    tf::shape s = it.spec().dims;
-    for (std::size_t i = 0; i < s.rank(); ++i)
-      if (s[i] == tf::dyn) s[i] = 1;
-    auto t = tf::tensor::allocate(it.spec().type, s);
-    if (!t.ok()) fail("cannot make a feed", t.status().to_string());
-    std::memset(t->data(), 0, t->bytes());
-    feeds.emplace_back(it.name, std::move(*t));
-  }
-  tf::cpu device;
-  tf::runtime_session<tf::cpu> session(g, device);
-  auto out = session.run(feeds, fetches);
-  if (!out.ok() && out.status().message().empty()) fail("a run error without a message", std::string(text));
+  fuzz::check_graph(std::move(*def), std::string(text));
   return 0;
 }

@@ -6,8 +6,8 @@
 // Initializers and Constant nodes become `const` nodes (only those a node reads at run time), graph
 // inputs become placeholders with their dims (`?` for symbolic or missing ones), each node becomes
 // the typeflow nodes that compute it (converters.hpp), and each graph output is a node of its own
-// name. Names keep ONNX's, with the characters a graph_def name may not hold (: ^ , ( ) # @ = " \
-// and spaces) written as '_'.
+// name. Names keep ONNX's, with every character the text format does not read in a name (it reads
+// ASCII letters, digits, _ . / -) written as '_'.
 // The model is parsed with ONNX's own protobuf classes and checked with ONNX's checker: a malformed
 // file is invalid_argument with the checker's message. Opsets 13 to 17 of the default domain are
 // read: a node is imported when the version of its op in the model's opset is one that opsets 13 to

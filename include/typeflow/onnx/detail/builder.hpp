@@ -37,11 +37,15 @@ struct value {
   std::string hint;                // the name of its const node when one is made
 };
 
-// A typeflow node name for an ONNX name: characters a graph_def name may not hold become '_'.
+// A typeflow node name for an ONNX name: every character the text format does not read in a name
+// (it reads ASCII letters, digits, _ . / -) becomes '_', so the graph can be written and read back.
 inline std::string sanitize(std::string_view onnx_name) {
   std::string s(onnx_name);
-  for (char& c : s)
-    if (std::string_view(":^ \t\r\n,()#@=\"\\").find(c) != std::string_view::npos) c = '_';
+  for (char& c : s) {
+    const bool kept = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '.' || c == '/' || c == '-';
+    if (!kept) c = '_';
+  }
   if (s.empty()) s = "_";
   return s;
 }
