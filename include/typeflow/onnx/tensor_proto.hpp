@@ -84,8 +84,7 @@ void copy_field(const Field& field, tensor& t) {
   T* out = static_cast<T*>(t.data());
   for (int i = 0; i < field.size(); ++i) {
     if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
-      const auto bits = static_cast<std::uint16_t>(field.Get(i));
-      std::memcpy(out + i, &bits, sizeof bits);
+      out[i] = Eigen::numext::bit_cast<T>(static_cast<std::uint16_t>(field.Get(i)));
     } else {
       out[i] = static_cast<T>(field.Get(i));
     }
