@@ -153,6 +153,48 @@ TEST_CASE("a constant read only at import leaves no node in the graph", "[onnx]"
   REQUIRE(m->graph.nodes[1].attrs.find("shape")->to_string() == "shape[3, ?]");
 }
 
+void set_ints(onnx::NodeProto& n, const std::string& name, std::vector<std::int64_t> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (auto x : v) a->add_ints(x);
+}
+
+TEST_CASE("a convolution padded as SAME is typeflow's same, without a pad node; others pad first", "[onnx]") {
+  for (const auto& [pads, expect_pad] : std::vector<std::pair<std::vector<std::int64_t>, bool>>{
+           {{1, 1, 1, 1}, false}, {{0, 0, 1, 1}, true}, {{2, 2, 2, 2}, true}}) {
+    model_builder b;
+    b.input("x", {-1, 2, 6, 6});
+    b.floats("w", {3, 2, 3, 3}, random_floats(54, 5));
+    set_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", pads);
+    const std::int64_t out = 6 + pads[0] + pads[2] - 2;
+    b.output("y", {-1, 3, out, out});
+    auto m = b.import();
+    REQUIRE(m.ok());
+    bool has_pad = false;
+    for (const auto& n : m->graph.nodes) has_pad |= n.op == "pad";
+    REQUIRE(has_pad == expect_pad);
+    // Against a direct convolution of the zero-padded NCHW image.
+    const auto x = random_floats(2 * 6 * 6, 6), w = random_floats(54, 5);
+    auto y = run(*m, {{"x", *tf::tensor::from_values<float>(x, tf::shape{1, 2, 6, 6})}});
+    REQUIRE(y.ok());
+    REQUIRE((*y)[0].shape() == tf::shape{1, 3, out, out});
+    const float* got = static_cast<const float*>((*y)[0].data());
+    for (std::int64_t o = 0; o < 3; ++o)
+      for (std::int64_t i = 0; i < out; ++i)
+        for (std::int64_t j = 0; j < out; ++j) {
+          double want = 0;
+          for (std::int64_t ch = 0; ch < 2; ++ch)
+            for (std::int64_t di = 0; di < 3; ++di)
+              for (std::int64_t dj = 0; dj < 3; ++dj) {
+                const std::int64_t r = i + di - pads[0], q = j + dj - pads[1];
+                if (r >= 0 && r < 6 && q >= 0 && q < 6) want += x[(ch * 6 + r) * 6 + q] * w[((o * 2 + ch) * 3 + di) * 3 + dj];
+              }
+          REQUIRE(got[(o * out + i) * out + j] == Approx(want).margin(1e-4));
+        }
+  }
+}
+
 TEST_CASE("malformed files and models are invalid_argument with the reason", "[onnx][errors]") {
   require_error(tf::parse_onnx("\x0a\xff\xff\xff\xff\x0f garbage").status(), tf::status_code::invalid_argument,
                 "not a serialized ONNX model");
@@ -210,6 +252,32 @@ TEST_CASE("what cannot be mapped is unimplemented, naming the node, its op and w
     b.output("y", {2}, onnx::TensorProto::UINT16);
     require_error(b.import().status(), tf::status_code::unimplemented,
                   "ONNX graph input 'x': element type UINT16 has no typeflow dtype");
+  }
+  {
+    model_builder b;
+    b.input("x", {6});
+    b.ints("sizes", {2, 2});
+    b.node("Split", {"x", "sizes"}, {"a", "b"});
+    b.output("a", {2});
+    b.output("b", {2});
+    require_error(b.import().status(), tf::status_code::invalid_argument,
+                  "(Split): split sizes add up to 4; axis 0 of input shape [6] has 6");
+  }
+  {
+    model_builder b;
+    b.input("x", {2, 6});
+    b.ints("shape", {-2, 3});
+    b.node("Reshape", {"x", "shape"}, {"y"});
+    b.output("y", {4, 3});
+    require_error(b.import().status(), tf::status_code::invalid_argument, "shape entry 0 is -2; only -1 may be negative");
+  }
+  {
+    model_builder b;
+    b.input("x", {1, 1, 4, 4});
+    set_ints(b.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {0, 2});
+    b.output("y", {1, 1, 4, 2});
+    require_error(b.import().status(), tf::status_code::invalid_argument,
+                  "kernel_shape, strides and dilations must be >= 1, got 0");
   }
   {
     model_builder b;

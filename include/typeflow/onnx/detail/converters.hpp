@@ -293,11 +293,15 @@ inline status gemm(node_context& c) {
 
 // ---- convolution and pooling (NCHW <-> NHWC) ----
 
-// The 2-D window attributes of Conv and the pools, checked.
+// The 2-D window attributes of Conv and the pools, checked, with explicit pads resolved. `same`:
+// typeflow's `same` padding gives exactly these pads (TensorFlow's SAME is ONNX's SAME_UPPER: the
+// odd pixel after), so no pad node is needed; it is also how SAME_UPPER reads when the image size is
+// unknown at import.
 struct window {
   std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   std::int64_t top = 0, left = 0, bottom = 0, right = 0;
-  std::string auto_pad;
+  bool same = false;
+  bool padded() const { return top || left || bottom || right; }
 };
 
 inline result<window> read_window(node_context& c, const shape& x, std::optional<shape> kernel_from) {
@@ -316,34 +320,36 @@ inline result<window> read_window(node_context& c, const shape& x, std::optional
                                     dilations.size(), " and ", pads.size());
   for (auto p : pads)
     if (p < 0) return errors::invalid_argument("pads must be >= 0, got ", p);
-  w.kh = kernel[0]; w.kw = kernel[1]; w.sh = strides[0]; w.sw = strides[1]; w.dh = dilations[0]; w.dw = dilations[1];
-  w.top = pads[0]; w.left = pads[1]; w.bottom = pads[2]; w.right = pads[3];
-  w.auto_pad = auto_pad;
+  for (auto v : {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1]})
+    if (v < 1) return errors::invalid_argument("kernel_shape, strides and dilations must be >= 1, got ", v);
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
     return errors::invalid_argument("auto_pad '", auto_pad, "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
-  if (auto_pad == "VALID") w.top = w.left = w.bottom = w.right = 0;
+  w.kh = kernel[0]; w.kw = kernel[1]; w.sh = strides[0]; w.sw = strides[1]; w.dh = dilations[0]; w.dw = dilations[1];
+  if (auto_pad == "NOTSET") { w.top = pads[0]; w.left = pads[1]; w.bottom = pads[2]; w.right = pads[3]; }
+  const bool known = x[2] != dyn && x[3] != dyn;
+  if (!known) {
+    if (auto_pad == "SAME_LOWER") return errors::unimplemented("auto_pad SAME_LOWER with an image size unknown at import");
+    w.same = auto_pad == "SAME_UPPER";
+    return w;
+  }
+  // The total padding of SAME along one axis: the output is ceil(in / stride).
+  const auto total = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d) {
+    const std::int64_t out = (in + s - 1) / s;
+    return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0);
+  };
+  const std::int64_t th = total(x[2], w.kh, w.sh, w.dh), tw = total(x[3], w.kw, w.sw, w.dw);
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    // Resolved to explicit pads when the image size is known; SAME_UPPER is typeflow's `same`.
-    if (x[2] == dyn || x[3] == dyn) {
-      if (auto_pad == "SAME_LOWER") return errors::unimplemented("auto_pad SAME_LOWER with an image size unknown at import");
-      return w;
-    }
-    const auto total = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d) {
-      const std::int64_t out = (in + s - 1) / s;
-      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0);
-    };
-    const std::int64_t th = total(x[2], w.kh, w.sh, w.dh), tw = total(x[3], w.kw, w.sw, w.dw);
     const bool upper = auto_pad == "SAME_UPPER";
     w.top = upper ? th / 2 : th - th / 2; w.bottom = th - w.top;
     w.left = upper ? tw / 2 : tw - tw / 2; w.right = tw - w.left;
-    w.auto_pad = "NOTSET";
   }
+  w.same = w.padded() && w.top == th / 2 && w.bottom == th - th / 2 && w.left == tw / 2 && w.right == tw - tw / 2;
   return w;
 }
 
 // Pads NHWC x by the window's explicit pads with `fill` (a no-op without pads).
 inline result<value> pad_nhwc(node_context& c, const value& x, const window& w, double fill) {
-  if (w.top == 0 && w.left == 0 && w.bottom == 0 && w.right == 0) return x;
+  if (!w.padded()) return x;
   return c.apply(ops::pad{int_list{0, 0, w.top, w.bottom, w.left, w.right, 0, 0}, fill}, {x}, "pad");
 }
 
@@ -359,7 +365,7 @@ inline status conv(node_context& c) {
   TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
   TYPEFLOW_ONNX_TRY(filter, transposed(c, wv, {2, 3, 1, 0}, "hwio"));
   ops::conv2d op{w.sh, w.sw, ops::padding::valid, w.dh, w.dw};
-  if (w.auto_pad == "SAME_UPPER") op.pad = ops::padding::same;
+  if (w.same) op.pad = ops::padding::same;
   else { TYPEFLOW_ONNX_TRY(padded, pad_nhwc(c, xh, w, 0.0)); xh = std::move(padded); }
   TYPEFLOW_ONNX_TRY(y, c.apply(op, {xh, filter}, "conv"));
   if (c.has_input(2)) {
@@ -386,24 +392,22 @@ status pool(node_context& c) {
     if (!exact) return errors::unimplemented("ceil_mode 1 where it changes the output size");
   }
   TYPEFLOW_ONNX_TRY(count_include_pad, c.attr_int("count_include_pad", 0));
-  const bool padded = w.top || w.left || w.bottom || w.right;
-  ops::padding mode = ops::padding::valid;
-  if (w.auto_pad == "SAME_UPPER") {
-    if (!Max && count_include_pad) return errors::unimplemented("count_include_pad 1 with auto_pad SAME_UPPER");
-    mode = ops::padding::same;
-  } else if (padded && !Max && !count_include_pad) {
+  // typeflow's `same` averages over the pixels inside the image only: count_include_pad 0.
+  const bool same = w.same && (Max || !count_include_pad);
+  if (!same && w.padded() && !Max && !count_include_pad)
     return errors::unimplemented("explicit pads with count_include_pad 0 (typeflow averages over padding only as "
                                  "TensorFlow's SAME does)");
-  }
+  if (!same && w.padded() && Max && !is_floating(x.spec.type))
+    return errors::unimplemented("explicit pads in MaxPool of integers");
+  if (w.same && !same && !w.padded())  // SAME_UPPER whose pads are unknown at import
+    return errors::unimplemented("auto_pad SAME_UPPER with count_include_pad 1 and an image size unknown at import");
   TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
-  if (mode == ops::padding::valid) {
-    const double fill = Max ? -std::numeric_limits<double>::infinity() : 0.0;
-    if (Max && padded && !is_floating(x.spec.type)) return errors::unimplemented("explicit pads in MaxPool of integers");
-    TYPEFLOW_ONNX_TRY(p, pad_nhwc(c, xh, w, fill));
+  if (!same) {
+    TYPEFLOW_ONNX_TRY(p, pad_nhwc(c, xh, w, Max ? -std::numeric_limits<double>::infinity() : 0.0));
     xh = std::move(p);
   }
   using Op = std::conditional_t<Max, ops::max_pool2d, ops::avg_pool2d>;
-  TYPEFLOW_ONNX_TRY(y, c.apply(Op{w.kh, w.kw, w.sh, w.sw, mode}, {xh}, "pool"));
+  TYPEFLOW_ONNX_TRY(y, c.apply(Op{w.kh, w.kw, w.sh, w.sw, same ? ops::padding::same : ops::padding::valid}, {xh}, "pool"));
   return c.set(transposed(c, y, {0, 3, 1, 2}, ""));
 }
 
@@ -425,13 +429,11 @@ inline status batch_normalization(node_context& c) {
   const value& x = c.input(0);
   const std::size_t rank = x.spec.dims.rank();
   if (rank < 2) return errors::invalid_argument("the input must have rank >= 2, got ", x.spec.dims);
-  const std::int64_t channels = x.spec.dims[1];
   for (std::size_t k = 1; k < 5; ++k)
     if (c.input(k).spec.dims.rank() != 1)
       return errors::invalid_argument("input ", k, " must be a vector of one value per channel, got ", c.input(k).spec.dims);
   shape per_channel{c.input(1).spec.dims[0]};
   for (std::size_t i = 2; i < rank; ++i) per_channel.push_back(1);
-  (void)channels;
   const dtype t = x.spec.type;
   if (!is_floating(t)) return errors::invalid_argument("the input must be floating point, got ", t);
   const bool known = c.input(1).constant && c.input(2).constant && c.input(3).constant && c.input(4).constant;
@@ -442,11 +444,13 @@ inline status batch_normalization(node_context& c) {
     if (!a.ok() || !b.ok()) return a.ok() ? b.status() : a.status();
     visit(t, [&](auto type) {
       using T = typename decltype(type)::type;
+      // In the precision ONNX's reference computes in: float, double for f64.
+      using acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
       if constexpr (!std::is_integral_v<T>) {
         for (std::size_t i = 0; i < scale.size(); ++i) {
-          const float s = static_cast<float>(scale[i]) / std::sqrt(static_cast<float>(var[i]) + static_cast<float>(epsilon));
+          const acc s = static_cast<acc>(scale[i]) / std::sqrt(static_cast<acc>(var[i]) + static_cast<acc>(epsilon));
           static_cast<T*>(a->data())[i] = static_cast<T>(s);
-          static_cast<T*>(b->data())[i] = static_cast<T>(static_cast<float>(bias[i]) - static_cast<float>(mean[i]) * s);
+          static_cast<T*>(b->data())[i] = static_cast<T>(static_cast<acc>(bias[i]) - static_cast<acc>(mean[i]) * s);
         }
       }
     });
@@ -595,6 +599,15 @@ inline status split(node_context& c) {
     if (static_cast<std::int64_t>(sizes.size()) != parts)
       return errors::invalid_argument("split has ", sizes.size(), " sizes for ", parts, " outputs");
   }
+  const std::int64_t n = x.spec.dims[static_cast<std::size_t>(axis)];
+  std::int64_t covered = 0;
+  for (auto size : sizes) {
+    if (size < 0) return errors::invalid_argument("split sizes must be >= 0, got ", size);
+    covered += size;
+  }
+  if (!sizes.empty() && n != dyn && covered != n)
+    return errors::invalid_argument("split sizes add up to ", covered, "; axis ", axis, " of input shape ", x.spec.dims,
+                                    " has ", n);
   const bool equal = sizes.empty() || std::all_of(sizes.begin(), sizes.end(), [&](auto s) { return s == sizes[0]; });
   if (equal) {
     auto out = c.graph().apply(ops::split{axis, parts}, parts == 1 ? c.name() : c.name("split"), std::span<const value>(&x, 1));
@@ -658,22 +671,10 @@ inline status slice(node_context& c) {
   return c.set(c.apply(s, {x}));
 }
 
+// Gather: the kernel reads negative indices from the end, as ONNX does.
 inline status gather(node_context& c) {
   TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", 0));
-  value indices = c.input(1);
-  const shape& d = c.input(0).spec.dims;
-  TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, d.rank(), "axis"));
-  if (indices.constant && d[a] != dyn) {
-    // Negative indices count from the end: made non-negative at import.
-    auto v = int_values(*indices.constant);
-    if (std::any_of(v.begin(), v.end(), [](auto i) { return i < 0; })) {
-      auto t = tensor::allocate(dtype::i64, indices.spec.dims);
-      if (!t.ok()) return t.status();
-      for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int64_t*>(t->data())[i] = v[i] < 0 ? v[i] + d[a] : v[i];
-      indices = c.graph().constant(c.name("indices"), std::move(*t));
-    }
-  }
-  return c.set(c.apply(ops::gather{axis}, {c.input(0), indices}));
+  return c.set(c.apply(ops::gather{axis}, {c.input(0), c.input(1)}));
 }
 
 // Pad (constant mode): pads are all the begins, then all the ends.
