@@ -44,17 +44,6 @@ tf::result<int> parse_threads(const char* text) {
   return static_cast<int>(n);
 }
 
-// Writes `text` to `path`; an error names the file and why.
-tf::status write_file(const std::string& path, const std::string& text, std::string_view what) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return tf::errors::not_found("cannot write ", what, " to '", path, "': ", std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !written)
-    return tf::errors::unavailable("I/O error writing ", what, " to '", path, "': ", std::strerror(written ? errno : write_errno));
-  return tf::ok_status();
-}
-
 // "x=2x4:0.5" -> ("x", f32 [2, 4] filled with 0.5), the dtype taken from the graph.
 tf::result<std::pair<std::string, tf::tensor>> parse_feed(const std::string& arg, const tf::runtime_graph<tf::cpu>& g) {
   const auto eq = arg.find('=');
@@ -167,7 +156,7 @@ int main(int argc, char** argv) {
     for (const auto& it : g->items())
       if (it.consumers.empty()) fetches.push_back(it.name);
   if (!dot_path.empty())
-    if (auto st = write_file(dot_path, g->to_dot(), "the graph"); !st.ok()) return fail(st.to_string());
+    if (auto st = tf::detail::write_whole_file(dot_path, g->to_dot(), "graph file"); !st.ok()) return fail(st.to_string());
 
   tf::cpu device;
   tf::runtime_session<tf::cpu> session(g, device, threads);
@@ -178,7 +167,7 @@ int main(int argc, char** argv) {
   if (!out.ok()) return fail(out.status().to_string());
   for (std::size_t i = 0; i < fetches.size(); ++i) print(fetches[i], (*out)[i]);
   if (!trace_path.empty()) {
-    if (auto st = write_file(trace_path, metadata.to_chrome_trace(), "the trace"); !st.ok()) return fail(st.to_string());
+    if (auto st = tf::detail::write_whole_file(trace_path, metadata.to_chrome_trace(), "trace file"); !st.ok()) return fail(st.to_string());
     std::printf("trace: %zu nodes written to %s\n", metadata.steps.size(), trace_path.c_str());
   }
   return 0;

@@ -8,6 +8,7 @@
 #include <typeflow/core/compile_error.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/int_list.hpp>
+#include <typeflow/core/safetensors.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -27,6 +28,7 @@
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/graph/static_graph.hpp>
 #include <typeflow/graph/text_format.hpp>
+#include <typeflow/graph/to_cpp.hpp>
 #include <typeflow/graph/to_graph_def.hpp>
 #include <typeflow/kernels/cpu/kernel_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -60,6 +62,7 @@
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>
 #include <typeflow/runtime/crash_handler.hpp>
+#include <typeflow/runtime/restore.hpp>
 #include <typeflow/runtime/run_options.hpp>
 #include <typeflow/runtime/run_time_plans.hpp>
 #include <typeflow/runtime/runtime_executor.hpp>

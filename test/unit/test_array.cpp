@@ -234,6 +234,60 @@ void check_pad(Device& device, const std::vector<pad_case>& cases = pad_cases) {
   }
 }
 
+// The padded values of x (shape s) in mode `mode`, one axis at a time: each axis's border is built
+// from reversed or repeated slices of the input along that axis, as NumPy's pad describes the modes.
+std::vector<double> reference_pad_mode(std::vector<double> v, tf::shape s, const tf::int_list& paddings, tf::ops::pad_mode mode) {
+  for (std::size_t k = 0; k < s.rank(); ++k) {
+    const std::int64_t d = s[k], before = paddings[2 * k], after = paddings[2 * k + 1];
+    const std::int64_t outer = s.product(0, k), inner = s.product(k + 1, s.rank());
+    std::vector<double> next;
+    for (std::int64_t o = 0; o < outer; ++o) {
+      auto line = [&](std::int64_t i) {  // the input's slice at index i of axis k
+        return std::vector<double>(v.begin() + (o * d + i) * inner, v.begin() + (o * d + i + 1) * inner);
+      };
+      std::vector<std::vector<double>> lines;
+      for (std::int64_t i = 0; i < d; ++i) lines.push_back(line(i));
+      std::vector<std::vector<double>> front, back;
+      for (std::int64_t j = 1; j <= before; ++j)  // the j-th line before the input, nearest first
+        front.insert(front.begin(), mode == tf::ops::pad_mode::reflect   ? lines[static_cast<std::size_t>(j)]
+                                    : mode == tf::ops::pad_mode::symmetric ? lines[static_cast<std::size_t>(j - 1)]
+                                                                           : lines.front());
+      for (std::int64_t j = 1; j <= after; ++j)
+        back.push_back(mode == tf::ops::pad_mode::reflect   ? lines[static_cast<std::size_t>(d - 1 - j)]
+                       : mode == tf::ops::pad_mode::symmetric ? lines[static_cast<std::size_t>(d - j)]
+                                                              : lines.back());
+      for (const auto* part : {&front, &lines, &back})
+        for (const auto& l : *part) next.insert(next.end(), l.begin(), l.end());
+    }
+    v = std::move(next);
+    s[k] = d + before + after;
+  }
+  return v;
+}
+
+template <class T, class Device>
+void check_pad_modes(Device& device) {
+  struct mode_case { tf::shape x; tf::int_list paddings; };
+  const std::vector<mode_case> cases = {
+      {{3}, {2, 2}},  {{4, 5}, {1, 3, 0, 2}},  {{1, 1}, {0, 0, 0, 0}},  {{3, 2, 4}, {2, 0, 1, 1, 3, 2}},
+      {{2, 3, 2, 2}, {1, 1, 0, 2, 1, 0, 0, 1}}, {{}, {}}, {{33, 70}, {5, 7, 11, 3}}};
+  std::uint64_t seed = 181;
+  for (const auto mode : {tf::ops::pad_mode::reflect, tf::ops::pad_mode::symmetric, tf::ops::pad_mode::edge}) {
+    for (const auto& c : cases) {
+      INFO("pad " << tf::ops::name_of(mode) << " " << c.x.to_string() << " paddings " << c.paddings.to_string());
+      bool fits = true;  // reflect needs a dimension larger than the padding
+      for (std::size_t k = 0; k < c.x.rank(); ++k)
+        fits = fits && (mode != tf::ops::pad_mode::reflect || std::max(c.paddings[2 * k], c.paddings[2 * k + 1]) < c.x[k]);
+      if (!fits) continue;
+      const auto x = random_values<T>(c.x, seed++);
+      tf::shape out;
+      for (std::size_t i = 0; i < c.x.rank(); ++i) out.push_back(c.x[i] + c.paddings[2 * i] + c.paddings[2 * i + 1]);
+      check_op<T>(device, tf::ops::pad{.paddings = c.paddings, .mode = mode}, {x}, out,
+                  reference_pad_mode(as_doubles<T>(x), c.x, c.paddings, mode));
+    }
+  }
+}
+
 // --- gather ------------------------------------------------------------------------------
 
 struct gather_case { tf::shape params; std::int64_t axis; tf::shape indices; };
@@ -340,6 +394,7 @@ void check_array_ops(Device& device) {
   check_concat<T>(device);
   check_slice<T>(device);
   check_pad<T>(device);
+  check_pad_modes<T>(device);
   check_gather<T>(device);
   check_split<T>(device);
 }
@@ -542,6 +597,34 @@ TEST_CASE("pad reports bad paddings and values", "[array][errors]") {
                 tf::status_code::invalid_argument, "pad: value does not fit in dtype i32");
   require_error(tf::call<std::int32_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = std::nan("")}, i),
                 tf::status_code::invalid_argument, "pad: value does not fit in dtype i32");
+  // The modes that read the input: how far each may pad, and no value.
+  const auto x3 = *tf::tensor::allocate(tf::dtype::f32, tf::shape{2, 3});
+  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 3, 0}, .mode = tf::ops::pad_mode::reflect}, x3),
+                tf::status_code::invalid_argument, "pad: axis 1 has 3 elements; reflect pads at most 2 on a side, not 3");
+  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 0, 4}, .mode = tf::ops::pad_mode::symmetric}, x3),
+                tf::status_code::invalid_argument, "pad: axis 1 has 3 elements; symmetric pads at most 3 on a side, not 4");
+  const auto empty = *tf::tensor::allocate(tf::dtype::f32, tf::shape{0, 3});
+  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {1, 0, 0, 0}, .mode = tf::ops::pad_mode::edge}, empty),
+                tf::status_code::invalid_argument, "pad: axis 0 is empty; edge has no element to repeat");
+  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 1, 1}, .value = 1, .mode = tf::ops::pad_mode::edge}, x3),
+                tf::status_code::invalid_argument, "pad: mode edge takes its values from the input; value must be 0, not 1");
+  // A dimension known only at run time is checked by the kernel.
+  auto parsed = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[?]\ny = pad(x) paddings=[2, 0] mode=\"reflect\"\n");
+  REQUIRE(parsed.ok());
+  auto g = tf::runtime_graph<tf::cpu>::make(*parsed);
+  REQUIRE(g.ok());
+  tf::runtime_session<tf::cpu> s(std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*g)), device);
+  auto r = s.run({{"x", *tf::tensor::from_values<float>({1, 2})}}, {"y"});
+  require_error(r.status(), tf::status_code::invalid_argument, "pad: axis 0 has 2 elements; reflect pads at most 1 on a side, not 2");
+  auto ok = s.run({{"x", *tf::tensor::from_values<float>({1, 2, 3})}}, {"y"});
+  REQUIRE(ok.ok());
+  REQUIRE(*(*ok)[0].at<float>(0) == 3.0f);
+  REQUIRE(*(*ok)[0].at<float>(1) == 2.0f);
+  // A mode that is not one of the four.
+  auto bad = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[2]\ny = pad(x) paddings=[1, 0] mode=\"wrap\"\n");
+  REQUIRE(bad.ok());
+  require_error(tf::runtime_graph<tf::cpu>::make(*bad).status(), tf::status_code::invalid_argument,
+                "op pad: attribute 'mode' must be one of \"constant\", \"reflect\", \"symmetric\", \"edge\", got \"wrap\"");
 }
 
 TEST_CASE("gather reports bad inputs and out-of-range indices", "[array][errors]") {

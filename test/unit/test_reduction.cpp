@@ -334,9 +334,9 @@ TEMPLATE_LIST_TEST_CASE("reductions follow TensorFlow on special values", "[redu
 
 namespace {
 
-// The first index of the largest element along `axis`, for every other position.
+// The first (or the last) index of the largest element along `axis`, for every other position.
 template <class T>
-std::vector<std::int64_t> reference_argmax(const tf::tensor& x, std::size_t axis) {
+std::vector<std::int64_t> reference_argmax(const tf::tensor& x, std::size_t axis, bool last = false) {
   const std::int64_t outer = x.shape().product(0, axis), n = x.dim(axis);
   const std::int64_t inner = x.shape().product(axis + 1, x.rank());
   const auto v = x.unchecked_values<T>();
@@ -345,8 +345,9 @@ std::vector<std::int64_t> reference_argmax(const tf::tensor& x, std::size_t axis
     for (std::int64_t i = 0; i < inner; ++i) {
       std::int64_t best = 0;
       for (std::int64_t j = 1; j < n; ++j)
-        if (exact_value(v[static_cast<std::size_t>((o * n + j) * inner + i)]) >
-            exact_value(v[static_cast<std::size_t>((o * n + best) * inner + i)]))
+        if (const auto a = exact_value(v[static_cast<std::size_t>((o * n + j) * inner + i)]),
+            b = exact_value(v[static_cast<std::size_t>((o * n + best) * inner + i)]);
+            a > b || (last && a == b))
           best = j;
       out.push_back(best);
     }
@@ -369,12 +370,13 @@ void check_argmax(Device& device) {
   std::uint64_t seed = 1;
   for (const auto& c : argmax_cases) {
     // Values from {0, 1, 2, 3} tie often (the first index must win); the full range rarely does.
-    for (bool ties : {true, false}) {
+    for (bool ties : {true, false})
+    for (bool last : {false, true}) {
       INFO("argmax " << tf::name_of(tf::dtype_of<T>) << c.s.to_string() << " axis " << c.axis
-                     << (ties ? ", with ties" : ""));
+                     << (ties ? ", with ties" : "") << (last ? ", the last index" : ""));
       const double lo = ties || std::is_unsigned_v<T> ? 0 : -100, hi = ties ? 3 : 100;
       const tf::tensor x = random_tensor<T>(c.s, seed++, lo, hi);
-      auto y = tf::call<T>(device, tf::ops::argmax{.axis = c.axis}, x);
+      auto y = tf::call<T>(device, tf::ops::argmax{.axis = c.axis, .select_last_index = last}, x);
       INFO("status: " << y.status().to_string());
       REQUIRE(y.ok());
       const tf::tensor out = *y;
@@ -384,7 +386,7 @@ void check_argmax(Device& device) {
         if (i != axis) expected_shape.push_back(c.s[i]);
       REQUIRE(out.dtype() == tf::dtype::i64);
       REQUIRE(out.shape() == expected_shape);
-      const auto expected = reference_argmax<T>(x, axis);
+      const auto expected = reference_argmax<T>(x, axis, last);
       const auto got = out.unchecked_values<std::int64_t>();
       REQUIRE(std::vector<std::int64_t>(got.begin(), got.end()) == expected);
     }

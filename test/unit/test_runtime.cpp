@@ -95,7 +95,7 @@ TEST_CASE("op attributes: read, defaults, and errors naming op, attribute and ty
   auto unknown2 = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose", true}});
   CHECK(unknown2.status().message() == "op matmul has no attribute 'transpose'; it takes: transpose_a, transpose_b");
   auto bad_padding = tf::from_attrs<tf::ops::max_pool2d>(tf::attr_map{{"padding", "full"}});
-  CHECK(bad_padding.status().message() == "op max_pool2d: attribute 'padding' must be \"same\" or \"valid\", got \"full\"");
+  CHECK(bad_padding.status().message() == "op max_pool2d: attribute 'padding' must be one of \"same\", \"valid\", got \"full\"");
   auto axes = tf::from_attrs<tf::ops::reduce_sum>(tf::attr_map{{"axes", std::vector<std::int64_t>{0, 2}}});
   REQUIRE(axes.ok());
   CHECK(axes->axes.size() == 2);

@@ -5,6 +5,8 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -14,6 +16,7 @@
 #include <utility>
 
 #include <typeflow/core/detail/checked_int.hpp>
+#include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/int_list.hpp>
 #include <typeflow/ops/detail/checks.hpp>
 #include <typeflow/ops/op.hpp>
@@ -358,13 +361,49 @@ struct slice {
   friend constexpr bool operator==(const slice&, const slice&) = default;
 };
 
-// Adds paddings[2k] elements before and paddings[2k + 1] after dimension k, all equal to `value`
-// (converted to the dtype: it must fit in integer dtypes; bool pads with value != 0).
+// What pad puts in the border, along each axis (TensorFlow's Pad and MirrorPad, ONNX's Pad modes):
+//   constant:  `value`                                    [1 2 3] by 2 -> [v v 1 2 3 v v]
+//   reflect:   the input mirrored without its edge        [1 2 3] by 2 -> [3 2 1 2 3 2 1]
+//   symmetric: the input mirrored with its edge           [1 2 3] by 2 -> [2 1 1 2 3 3 2]
+//   edge:      the edge element repeated                  [1 2 3] by 2 -> [1 1 1 2 3 3 3]
+// reflect pads at most d - 1 on a side of a dimension of d, symmetric at most d, edge anything but
+// an empty dimension.
+enum class pad_mode : unsigned char { constant, reflect, symmetric, edge };
+
+constexpr std::array<std::string_view, 4> names_of(pad_mode) noexcept { return {"constant", "reflect", "symmetric", "edge"}; }
+constexpr std::string_view name_of(pad_mode m) noexcept {
+  const auto i = static_cast<std::size_t>(m);
+  return i < names_of(m).size() ? names_of(m)[i] : "invalid pad mode";
+}
+constexpr void append(typeflow::detail::text& out, pad_mode m) { out.append(name_of(m)); }
+
+namespace detail {
+
+// Whether `mode` can pad a dimension of d (known) by before and after.
+constexpr status check_pad_mode(std::string_view op, pad_mode mode, std::size_t axis, std::int64_t d, std::int64_t before,
+                                std::int64_t after) {
+  const std::int64_t most = std::max(before, after);
+  if (mode == pad_mode::reflect && most > d - 1)
+    return errors::invalid_argument(op, ": axis ", axis, " has ", d, " elements; reflect pads at most ", d - 1 < 0 ? 0 : d - 1,
+                                    " on a side, not ", most);
+  if (mode == pad_mode::symmetric && most > d)
+    return errors::invalid_argument(op, ": axis ", axis, " has ", d, " elements; symmetric pads at most ", d, " on a side, not ", most);
+  if (mode == pad_mode::edge && d == 0 && most > 0)
+    return errors::invalid_argument(op, ": axis ", axis, " is empty; edge has no element to repeat");
+  return ok_status();
+}
+
+}  // namespace detail
+
+// Adds paddings[2k] elements before and paddings[2k + 1] after dimension k: all equal to `value`
+// (converted to the dtype: it must fit in integer dtypes; bool pads with value != 0) in mode
+// constant, taken from the input in the other modes (pad_mode above), which take no value.
 struct pad {
   static constexpr std::string_view name = "pad";
   static constexpr int num_inputs = 1;
   int_list paddings{};
   double value = 0;
+  pad_mode mode = pad_mode::constant;
 
   constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
     auto d = detail::same_dtype(name, in, detail::accepts::any);
@@ -374,6 +413,9 @@ struct pad {
   }
   constexpr result<shape> infer_shape(std::span<const shape> in) const {
     const shape& x = in[0];
+    if (mode != pad_mode::constant && value != 0)
+      return errors::invalid_argument(name, ": mode ", mode, " takes its values from the input; value must be 0, not ", value);
+    if (static_cast<std::size_t>(mode) >= names_of(mode).size()) return errors::invalid_argument(name, ": invalid mode");
     if (paddings.size() != 2 * x.rank())
       return errors::invalid_argument(name, ": paddings ", paddings, " has ", paddings.size(),
                                       " entries; expected 2 per input dimension (before, after), ",
@@ -389,6 +431,8 @@ struct pad {
                             !typeflow::detail::checked_add(padded, after, padded)))
         return errors::invalid_argument(name, ": paddings ", paddings, " for axis ", i, " make dimension ", x[i],
                                         " of input shape ", x, " larger than 64 bits hold");
+      if (x[i] != dyn)
+        if (auto st = detail::check_pad_mode(name, mode, i, x[i], before, after); !st.ok()) return st;
       out.push_back(padded);
     }
     return out;

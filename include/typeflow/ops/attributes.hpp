@@ -20,7 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include <typeflow/core/compile_error.hpp>
 #include <typeflow/core/detail/fixed_string.hpp>
+#include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/int_list.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/graph/attr_value.hpp>
@@ -86,7 +88,8 @@ inline constexpr auto op_attributes<ops::reduce_min> = detail::reduction_attribu
 template <>
 inline constexpr auto op_attributes<ops::reduce_prod> = detail::reduction_attributes<ops::reduce_prod>();
 template <>
-inline constexpr auto op_attributes<ops::argmax> = std::tuple{attribute<"axis", &ops::argmax::axis>{}};
+inline constexpr auto op_attributes<ops::argmax> =
+    std::tuple{attribute<"axis", &ops::argmax::axis>{}, attribute<"select_last_index", &ops::argmax::select_last_index>{}};
 template <>
 inline constexpr auto op_attributes<ops::gelu> = std::tuple{attribute<"approximate", &ops::gelu::approximate>{}};
 template <>
@@ -121,7 +124,8 @@ inline constexpr auto op_attributes<ops::slice> =
     std::tuple{attribute<"begin", &ops::slice::begin>{}, attribute<"size", &ops::slice::size>{}};
 template <>
 inline constexpr auto op_attributes<ops::pad> =
-    std::tuple{attribute<"paddings", &ops::pad::paddings>{}, attribute<"value", &ops::pad::value>{}};
+    std::tuple{attribute<"paddings", &ops::pad::paddings>{}, attribute<"value", &ops::pad::value>{},
+               attribute<"mode", &ops::pad::mode>{}};
 template <>
 inline constexpr auto op_attributes<ops::gather> = std::tuple{attribute<"axis", &ops::gather::axis>{}};
 template <>
@@ -129,6 +133,21 @@ inline constexpr auto op_attributes<ops::fill> = std::tuple{
     attribute<"shape", &ops::fill::dims>{}, attribute<"value", &ops::fill::value>{}, attribute<"dtype", &ops::fill::type>{}};
 
 namespace detail {
+
+// An enum whose values have names (ops::padding, ops::pad_mode): names_of(E{}) found by ADL.
+template <class V>
+concept named_enum = std::is_enum_v<V> && requires { names_of(V{}); };
+
+template <named_enum V>
+constexpr bool parse_enum_name(std::string_view s, V& out) {
+  const auto names = names_of(V{});
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == s) {
+      out = static_cast<V>(i);
+      return true;
+    }
+  return false;
+}
 
 template <class M>
 struct member_value;
@@ -146,7 +165,7 @@ constexpr attr_type attr_type_of() {
   else if constexpr (std::is_same_v<V, dtype>) return attr_type::dtype;
   else if constexpr (std::is_same_v<V, shape>) return attr_type::shape;
   else if constexpr (std::is_same_v<V, int_list>) return attr_type::int_list;
-  else if constexpr (std::is_same_v<V, ops::padding>) return attr_type::string;
+  else if constexpr (named_enum<V>) return attr_type::string;
   else static_assert(sizeof(V) == 0, "op_attributes: unsupported member type");
 }
 
@@ -201,12 +220,14 @@ status read_attr(std::string_view op, std::string_view name, const attr_value& v
     int_list r;
     for (std::int64_t v : *l) r.push_back(v);
     out = r;
-  } else if constexpr (std::is_same_v<V, ops::padding>) {
+  } else if constexpr (named_enum<V>) {
     const std::string* s = value.get<std::string>();
     if (!s) return wrong();
-    if (*s == "same") out = ops::padding::same;
-    else if (*s == "valid") out = ops::padding::valid;
-    else return errors::invalid_argument("op ", op, ": attribute '", name, "' must be \"same\" or \"valid\", got \"", *s, "\"");
+    if (!parse_enum_name(*s, out)) {
+      detail::text names;
+      for (std::string_view n : names_of(V{})) names.append(names.empty() ? "\"" : ", \""), names.append(n), names.append("\"");
+      return errors::invalid_argument("op ", op, ": attribute '", name, "' must be one of ", names.view(), ", got \"", *s, "\"");
+    }
   }
   return ok_status();
 }
@@ -218,7 +239,7 @@ attr_value write_attr(const V& v) {
   else if constexpr (std::is_floating_point_v<V>) return attr_value(static_cast<double>(v));
   else if constexpr (std::is_same_v<V, dtype> || std::is_same_v<V, shape>) return attr_value(v);
   else if constexpr (std::is_same_v<V, int_list>) return attr_value(std::vector<std::int64_t>(v.begin(), v.end()));
-  else if constexpr (std::is_same_v<V, ops::padding>) return attr_value(std::string(v == ops::padding::same ? "same" : "valid"));
+  else if constexpr (named_enum<V>) return attr_value(std::string(names_of(V{})[static_cast<std::size_t>(v)]));
 }
 
 }  // namespace detail
@@ -253,6 +274,94 @@ result<Op> from_attrs(const attr_map& attrs) {
     }
     if (!st.ok()) return st;
   }
+  return op;
+}
+
+// attr<"name">(value): one attribute of an op value made with op_with, by its name in op_attributes
+// (the names of the text format and of to_attrs).
+template <detail::fixed_string Name, class V>
+struct attr_arg {
+  V value;
+};
+template <detail::fixed_string Name, class V>
+constexpr attr_arg<Name, V> attr(V value) {
+  return {value};
+}
+
+namespace detail {
+
+// Called only when a value does not fit its attribute: a constant expression cannot call it, so
+// op_with fails to compile at that argument.
+inline void op_with_value_out_of_range() {}
+inline void op_with_name_not_of_the_enum() {}
+
+template <class M, class V>
+constexpr M attr_from(const V& v) {
+  if constexpr (std::is_same_v<M, bool>) {
+    static_assert(std::is_same_v<V, bool>, "typeflow::op_with: a bool attribute takes true or false");
+    return v;
+  } else if constexpr (std::is_integral_v<M>) {
+    static_assert(std::is_integral_v<V> && !std::is_same_v<V, bool>, "typeflow::op_with: an integer attribute takes an integer");
+    if (!std::in_range<M>(v)) op_with_value_out_of_range();
+    return static_cast<M>(v);
+  } else if constexpr (std::is_floating_point_v<M>) {
+    static_assert(std::is_arithmetic_v<V> && !std::is_same_v<V, bool>, "typeflow::op_with: a float attribute takes a number");
+    return static_cast<M>(v);
+  } else if constexpr (named_enum<M>) {
+    if constexpr (std::is_same_v<V, M>) {
+      return v;
+    } else {
+      static_assert(std::is_convertible_v<V, std::string_view>, "typeflow::op_with: this attribute takes one of its names");
+      M out{};
+      if (!parse_enum_name(std::string_view(v), out)) op_with_name_not_of_the_enum();
+      return out;
+    }
+  } else {
+    static_assert(std::is_convertible_v<V, M>, "typeflow::op_with: the value's type is not the attribute's");
+    return static_cast<M>(v);
+  }
+}
+
+template <class Op, fixed_string Name>
+constexpr bool has_attribute() {
+  return std::apply([](auto... a) { return ((decltype(a)::name == Name.view()) || ... || false); }, op_attributes<Op>);
+}
+
+template <class Op, fixed_string Name, class V>
+constexpr void set_attribute(Op& op, const V& value) {
+  static_assert(has_attribute<Op, Name>() || compile_error<text_constant<[] {
+                  if (has_attribute<Op, Name>()) return text();
+                  text names;
+                  std::apply([&](auto... a) { ((names.append(names.empty() ? "" : ", "), names.append(decltype(a)::name)), ...); },
+                             op_attributes<Op>);
+                  return cat("op_with: op ", Op::name, " has no attribute named ", Name.view(),
+                             names.empty() ? std::string_view("; it takes none") : std::string_view("; it takes: "), names.view());
+                }>::value>::value,
+                "typeflow::op_with<Op>(attr<\"name\">(value)...): the op has no attribute of that name");
+  std::apply(
+      [&](auto... a) {
+        (
+            [&] {
+              if constexpr (decltype(a)::name == Name.view()) {
+                using M = typename member_value<std::remove_cv_t<decltype(decltype(a)::member)>>::type;
+                op.*decltype(a)::member = attr_from<M>(value);
+              }
+            }(),
+            ...);
+      },
+      op_attributes<Op>);
+}
+
+}  // namespace detail
+
+// The op value with the attributes given by name, the others at their defaults; what onnx2cpp and
+// to_cpp write, and usable as a template argument:
+//   tf::apply<tf::op_with<tf::ops::conv2d>(tf::attr<"stride_h">(2), tf::attr<"padding">("same"))>(x, k)
+// An unknown name, a value of the wrong kind or out of the attribute's range does not compile.
+template <class Op, detail::fixed_string... Names, class... Vs>
+constexpr Op op_with(attr_arg<Names, Vs>... args) {
+  Op op{};
+  (detail::set_attribute<Op, Names>(op, args.value), ...);
   return op;
 }
 

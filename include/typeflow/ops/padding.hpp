@@ -5,6 +5,8 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -18,12 +20,13 @@ namespace typeflow::ops {
 // the extra one after) so that the windows cover it. valid: only windows wholly inside the input.
 enum class padding : unsigned char { same, valid };
 
+// The names of a named enum's values, in the order of the values: an attribute of such a type is
+// a string in graph files and in op_with (ops/attributes.hpp).
+constexpr std::array<std::string_view, 2> names_of(padding) noexcept { return {"same", "valid"}; }
+
 constexpr std::string_view name_of(padding p) noexcept {
-  switch (p) {
-    case padding::same: return "same";
-    case padding::valid: return "valid";
-  }
-  return "invalid padding";
+  const auto i = static_cast<std::size_t>(p);
+  return i < names_of(p).size() ? names_of(p)[i] : "invalid padding";
 }
 
 // Lets messages name a padding: errors::invalid_argument("with ", padding::valid, " padding").

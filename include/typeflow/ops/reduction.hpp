@@ -98,11 +98,13 @@ using reduce_min = reduction<reduction_kind::min>;
 using reduce_prod = reduction<reduction_kind::prod>;
 
 // The index (i64) of the largest element along `axis`, which the output drops:
-// [d0, d1, d2] with axis 1 -> [d0, d2]. Ties give the first such index, as in TensorFlow.
+// [d0, d1, d2] with axis 1 -> [d0, d2]. Ties give the first such index, as in TensorFlow, or the
+// last with select_last_index (ONNX's attribute of that name).
 struct argmax {
   static constexpr std::string_view name = "argmax";
   static constexpr int num_inputs = 1;
   std::int64_t axis = 0;
+  bool select_last_index = false;
 
   constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
     auto d = detail::same_dtype(name, in, detail::accepts::numbers);

@@ -46,6 +46,7 @@ struct op_vtable {
   dtype (*kernel_dtype)(std::span<const tensor_spec> inputs, const tensor_spec& output);
   attr_map (*attrs)(const void* op);
   bool elementwise;  // is_fusable_elementwise: may write over an input of its spec
+  bool multi_output;  // a multi_output_op (split, top_k), whatever its number of outputs
 };
 
 // An op value whose type is known only at run time.
@@ -61,7 +62,8 @@ class runtime_op {
         },
         [](const void* o) { return num_outputs_of(*static_cast<const Op*>(o)); },
         [](std::span<const tensor_spec> in, const tensor_spec& out) { return typeflow::kernel_dtype<Op>(in, out); },
-        [](const void* o) { return to_attrs(*static_cast<const Op*>(o)); }, is_fusable_elementwise<Op>};
+        [](const void* o) { return to_attrs(*static_cast<const Op*>(o)); }, is_fusable_elementwise<Op>,
+        multi_output_op<Op>};
     runtime_op r;
     r.value_ = std::make_shared<const Op>(op);
     r.table_ = &table;
@@ -91,6 +93,8 @@ class runtime_op {
   }
   attr_map attrs() const { return table_->attrs(value_.get()); }
   bool elementwise() const noexcept { return table_->elementwise; }
+  // Whether the op's type has several outputs (a static graph applies it with apply_outputs).
+  bool multi_output() const noexcept { return table_->multi_output; }
   const void* get() const noexcept { return value_.get(); }
 
  private:

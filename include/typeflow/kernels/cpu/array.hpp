@@ -16,6 +16,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/detail/format.hpp>
@@ -337,8 +338,11 @@ struct split_kernel {
   }
 };
 
-// pad: Eigen's pad with the value's bits, after merging each unpadded dimension into the one
-// before it. An empty input pads to a tensor that is all value.
+// pad: in mode constant, Eigen's pad with the value's bits, after merging each unpadded dimension
+// into the one before it (an empty input pads to a tensor that is all value). In the other modes
+// every output element reads one input element: a table per dimension maps an output index to
+// the input index its mode reads, and each output row (the last dimension) is filled through the
+// last table from one input row.
 template <class Op, class Device, class T>
 struct pad_kernel {
   using op_type = Op;
@@ -352,6 +356,7 @@ struct pad_kernel {
     const tensor& x = ctx.inputs[0];
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
+    if (op.mode != ops::pad_mode::constant) return from_input(op, ctx);
     const S value = std::bit_cast<S>(ops::detail::convert_value<T>(op.value));
     if (x.num_elements() == 0) {
       mv::map<S, 1> out(y.unchecked_data<S>(), y.num_elements());
@@ -391,6 +396,60 @@ struct pad_kernel {
       const mv::const_map<S, R> in(x.unchecked_data<const S>(), v.template sizes<R>(v.dims));
       mv::map<S, R> out(y.unchecked_data<S>(), out_dims);
       out.device(ctx.device.eigen()) = in.pad(widths, value);
+    });
+    return ok_status();
+  }
+  // The input index that output index `o` of a dimension of d padded by `before` reads.
+  static std::int64_t source_index(ops::pad_mode mode, std::int64_t o, std::int64_t d, std::int64_t before) {
+    std::int64_t i = o - before;
+    if (i >= 0 && i < d) return i;
+    switch (mode) {
+      case ops::pad_mode::reflect: return i < 0 ? -i : 2 * (d - 1) - i;
+      case ops::pad_mode::symmetric: return i < 0 ? -i - 1 : 2 * d - 1 - i;
+      default: return i < 0 ? 0 : d - 1;  // edge
+    }
+  }
+
+  static status from_input(const Op& op, kernel_context<Device>& ctx) {
+    namespace mv = detail::movement;
+    using S = mv::bits_t<T>;
+    const tensor& x = ctx.inputs[0];
+    tensor& y = ctx.outputs[0];
+    const std::size_t rank = x.rank();
+    // Inference checked the dimensions it knew; those known only now are checked here.
+    std::array<std::vector<std::int64_t>, max_rank> source;
+    std::array<std::int64_t, max_rank> in_stride{};
+    std::int64_t stride = 1;
+    for (std::size_t k = rank; k-- > 0;) {
+      const std::int64_t d = x.dim(k), before = op.paddings[2 * k], after = op.paddings[2 * k + 1];
+      if (auto st = ops::detail::check_pad_mode(Op::name, op.mode, k, d, before, after); !st.ok()) return st;
+      source[k].resize(static_cast<std::size_t>(y.dim(k)));
+      for (std::int64_t o = 0; o < y.dim(k); ++o) source[k][static_cast<std::size_t>(o)] = source_index(op.mode, o, d, before);
+      in_stride[k] = stride;
+      stride *= d;
+    }
+    const S* in = x.unchecked_data<const S>();
+    S* out = y.unchecked_data<S>();
+    if (rank == 0) {
+      out[0] = in[0];
+      return ok_status();
+    }
+    const std::int64_t row = y.dim(rank - 1);
+    const std::int64_t rows = y.num_elements() / row;
+    const std::vector<std::int64_t>& last = source[rank - 1];
+    ctx.device.parallel_for(rows, mv::copy_cycles_per_byte * static_cast<double>(row * static_cast<std::int64_t>(sizeof(S))),
+                            [&](std::int64_t first, std::int64_t end) {
+      for (std::int64_t r = first; r < end; ++r) {
+        std::int64_t at = 0;
+        for (std::int64_t k = static_cast<std::int64_t>(rank) - 2, rest = r; k >= 0; --k) {
+          const auto u = static_cast<std::size_t>(k);
+          const std::int64_t o = rest % y.dim(u);
+          rest /= y.dim(u);
+          at += source[u][static_cast<std::size_t>(o)] * in_stride[u];
+        }
+        S* dst = out + r * row;
+        for (std::int64_t j = 0; j < row; ++j) dst[j] = in[at + last[static_cast<std::size_t>(j)]];
+      }
     });
     return ok_status();
   }

@@ -199,7 +199,8 @@ struct reduction_kernel {
 };
 
 // argmax over [outer, n, inner] -> [outer, inner], with Eigen's tuple reducer (which keeps the
-// smaller index on ties, so the first maximum wins).
+// smaller index on ties, so the first maximum wins); select_last_index reduces the input reversed
+// along the axis and counts from the end.
 template <class Op, class Device, class T>
 struct argmax_kernel {
   using op_type = Op;
@@ -222,7 +223,12 @@ struct argmax_kernel {
     if (outer == 0 || inner == 0) return ok_status();
     const eigen_const_tensor_map<T, 3> x3(x.unchecked_data<const T>(), outer, n, inner);
     eigen_tensor_map<std::int64_t, 2> y2(y.unchecked_data<std::int64_t>(), outer, inner);
-    y2.device(ctx.device.eigen()) = x3.argmax(1).template cast<std::int64_t>();
+    if (op.select_last_index) {
+      const Eigen::array<bool, 3> along{false, true, false};
+      y2.device(ctx.device.eigen()) = (n - 1) - x3.reverse(along).argmax(1).template cast<std::int64_t>();
+    } else {
+      y2.device(ctx.device.eigen()) = x3.argmax(1).template cast<std::int64_t>();
+    }
     return ok_status();
   }
 };

@@ -679,8 +679,12 @@ inline status gather(node_context& c) {
 
 // Pad (constant mode): pads are all the begins, then all the ends.
 inline status pad(node_context& c) {
-  TYPEFLOW_ONNX_TRY(mode, c.attr_string("mode", "constant"));
-  if (mode != "constant") return errors::unimplemented("mode '", mode, "' (only constant)");
+  TYPEFLOW_ONNX_TRY(mode_name, c.attr_string("mode", "constant"));
+  ops::pad_mode mode{};
+  if (mode_name == "constant") mode = ops::pad_mode::constant;
+  else if (mode_name == "reflect") mode = ops::pad_mode::reflect;
+  else if (mode_name == "edge") mode = ops::pad_mode::edge;
+  else return errors::unimplemented("mode '", mode_name, "' (constant, reflect and edge are mapped)");
   const std::size_t rank = c.input(0).spec.dims.rank();
   TYPEFLOW_ONNX_TRY(pads, c.int_input(1, "pads"));
   if (c.has_input(3)) return errors::unimplemented("the axes input");
@@ -697,7 +701,7 @@ inline status pad(node_context& c) {
     p.push_back(pads[i]);
     p.push_back(pads[rank + i]);
   }
-  return c.set(c.apply(ops::pad{p, fill}, {c.input(0)}));
+  return c.set(c.apply(ops::pad{p, fill, mode}, {c.input(0)}));
 }
 
 // ---- reductions ----
@@ -724,9 +728,9 @@ inline status argmax(node_context& c) {
   TYPEFLOW_ONNX_TRY(axis, c.attr_int("axis", 0));
   TYPEFLOW_ONNX_TRY(keepdims, c.attr_int("keepdims", 1));
   TYPEFLOW_ONNX_TRY(last, c.attr_int("select_last_index", 0));
-  if (last) return errors::unimplemented("select_last_index 1");
-  if (!keepdims) return c.set(c.apply(ops::argmax{axis}, {c.input(0)}));
-  TYPEFLOW_ONNX_TRY(y, c.apply(ops::argmax{axis}, {c.input(0)}, "argmax"));
+  const ops::argmax op{axis, last != 0};
+  if (!keepdims) return c.set(c.apply(op, {c.input(0)}));
+  TYPEFLOW_ONNX_TRY(y, c.apply(op, {c.input(0)}, "argmax"));
   const shape& d = c.input(0).spec.dims;
   TYPEFLOW_ONNX_TRY(a, normalized_axis(axis, d.rank(), "axis"));
   shape out = d;
