@@ -52,8 +52,8 @@ int run_model(tf::bench::harness& h, const std::string& name, Device& device, in
   auto a = runtime.run(feeds, m->outputs);
   auto b = fixed.run(tf::feed(std::get<0>(Model::inputs), x), tf::fetch(std::get<0>(Model::outputs)));
   if (!a.ok() || !b.ok()) return std::fprintf(stderr, "%s: a run failed\n", name.c_str()), 1;
-  const auto ya = (*a)[0].unchecked_values<const float>();
-  const auto yb = std::get<0>(*b).untyped().unchecked_values<const float>();
+  const auto ya = (*a)[0].template unchecked_values<const float>();
+  const auto yb = std::get<0>(*b).untyped().template unchecked_values<const float>();
   for (std::size_t i = 0; i < ya.size(); ++i)
     if (std::abs(ya[i] - yb[i]) > 1e-4f + 1e-4f * std::abs(yb[i]))
       return std::fprintf(stderr, "%s: runtime and static differ at %zu: %g vs %g\n", name.c_str(), i, ya[i], yb[i]), 1;
