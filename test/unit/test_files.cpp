@@ -283,8 +283,9 @@ TEST_CASE("to_cpp: what a static graph cannot express is refused, naming the nod
   const std::string x = "x = placeholder() dtype=f32 shape=shape[2]\n";
   require_error(make(x + "y = relu(x)\nz = neg(x, ^y)\n"), tf::status_code::unimplemented,
                 "to_cpp: node 'z' (neg): it has control inputs");
-  require_error(make(x + "y = relu(x) @/device:CPU:0\n"), tf::status_code::unimplemented,
-                "to_cpp: node 'y' (relu): it asks for device '/device:CPU:0'");
+  // A device string must name the device the graph is made for; it is then the session's to choose.
+  REQUIRE(make(x + "y = relu(x) @/device:CPU:0\n").ok());
+  require_error(make(x + "y = relu(x) @/device:GPU:0\n"), tf::status_code::invalid_argument, "device '/device:GPU:0' is not available");
   require_error(make(x + "y = relu(x)\n", {.struct_name = "2bad"}), tf::status_code::invalid_argument,
                 "struct_name '2bad' is not a C++ identifier");
   require_error(make(x + "y = relu(x)\n", {.namespace_name = "a::"}), tf::status_code::invalid_argument,
@@ -296,4 +297,7 @@ TEST_CASE("to_cpp: what a static graph cannot express is refused, naming the nod
   require_error(make(x), tf::status_code::invalid_argument, "the graph has no op whose output nobody reads");
   // An invalid graph is the runtime graph's error.
   require_error(make(x + "y = matmul(x, x)\n"), tf::status_code::invalid_argument, "node 'y'");
+  // What the partitioner adds has no static form.
+  require_error(make(x + "s = _send(x) key=\"k\"\nr = _recv() key=\"k\" dtype=f32 shape=shape[2]\ny = relu(r)\n"),
+                tf::status_code::unimplemented, "to_cpp: node 'r' (_recv): a static graph holds no _send or _recv");
 }

@@ -270,7 +270,6 @@ inline result<tensor_file> parse_safetensors(std::string_view bytes, std::string
   std::vector<entry> entries;
   tensor_file file;
   detail::safetensors_json json(header);
-  auto with_origin = [&](const status& st) { return errors::invalid_argument(origin, ": ", st.message()); };
   status st = json.object([&](const std::string& key) -> status {
     if (key == "__metadata__") {
       if (!file.metadata.empty()) return json.fail("a second __metadata__");
@@ -332,7 +331,7 @@ inline result<tensor_file> parse_safetensors(std::string_view bytes, std::string
     return ok_status();
   });
   if (st.ok() && !json.at_end()) st = json.fail("more after the header's object");
-  if (!st.ok()) return st.code() == status_code::unimplemented ? errors::unimplemented(origin, ": ", st.message()) : with_origin(st);
+  if (!st.ok()) return st.with_context(origin);  // invalid_argument, or unimplemented for a dtype
 
   // The data: each tensor's size from its dtype and shape, the offsets tiling the data exactly.
   std::stable_sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {

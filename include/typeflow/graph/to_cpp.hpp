@@ -18,10 +18,10 @@
 //  - the struct's inputs and outputs are tuples of the expressions, with their runtime names in
 //    input_names and output_names; graph is the static graph of the outputs.
 // Only what the outputs need is written. The graph is first made into a runtime_graph on `Device`
-// (default cpu), so an invalid graph is that error; what a static graph cannot express (control
-// inputs, a device string, _send/_recv, an op that is not one of typeflow's own in typeflow::ops)
-// is unimplemented naming the node; a name that is not a C++ identifier in `options` is
-// invalid_argument.
+// (default cpu), so an invalid graph is that error (a node's device string must name that device,
+// and is then dropped: the session's device runs it); what a static graph cannot express (control
+// inputs, _send/_recv, a fused_elementwise) is unimplemented naming the node; a name in `options`
+// that is not a C++ identifier is invalid_argument.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -191,9 +191,8 @@ inline std::string exact_scalar(const tensor& t) {
 
 template <device_policy Device = cpu, class Registry = default_registry>
 result<cpp_model> to_cpp(const graph_def& def, const to_cpp_options& options = {}) {
-  for (std::string_view part : {std::string_view(options.struct_name)})
-    if (!detail::is_cpp_identifier(part))
-      return errors::invalid_argument("to_cpp: struct_name '", part, "' is not a C++ identifier");
+  if (!detail::is_cpp_identifier(options.struct_name))
+    return errors::invalid_argument("to_cpp: struct_name '", options.struct_name, "' is not a C++ identifier");
   if (!options.namespace_name.empty()) {
     std::string_view ns = options.namespace_name;
     for (std::size_t at = 0;;) {
@@ -267,7 +266,6 @@ result<cpp_model> to_cpp(const graph_def& def, const to_cpp_options& options = {
       return errors::unimplemented("to_cpp: node '", it.name, "' (", it.def.op, "): ", what...);
     };
     if (!it.control.empty()) return refuse("it has control inputs; a static graph orders its nodes by data alone");
-    if (!it.device.empty()) return refuse("it asks for device '", it.device, "'; place nodes with on<Device> in the generated code");
     ++written;
     ids[i] = detail::cpp_identifier_for(it.name, taken);
     const tensor_spec& spec = it.spec();

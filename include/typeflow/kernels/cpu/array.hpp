@@ -16,7 +16,6 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/detail/format.hpp>
@@ -340,9 +339,8 @@ struct split_kernel {
 
 // pad: in mode constant, Eigen's pad with the value's bits, after merging each unpadded dimension
 // into the one before it (an empty input pads to a tensor that is all value). In the other modes
-// every output element reads one input element: a table per dimension maps an output index to
-// the input index its mode reads, and each output row (the last dimension) is filled through the
-// last table from one input row.
+// every output element reads one input element: each output row (the last dimension) reads the
+// input row its outer indices map to, copied whole, with its border mapped element by element.
 template <class Op, class Device, class T>
 struct pad_kernel {
   using op_type = Op;
@@ -417,16 +415,14 @@ struct pad_kernel {
     tensor& y = ctx.outputs[0];
     const std::size_t rank = x.rank();
     // Inference checked the dimensions it knew; those known only now are checked here.
-    std::array<std::vector<std::int64_t>, max_rank> source;
     std::array<std::int64_t, max_rank> in_stride{};
     std::int64_t stride = 1;
     for (std::size_t k = rank; k-- > 0;) {
-      const std::int64_t d = x.dim(k), before = op.paddings[2 * k], after = op.paddings[2 * k + 1];
-      if (auto st = ops::detail::check_pad_mode(Op::name, op.mode, k, d, before, after); !st.ok()) return st;
-      source[k].resize(static_cast<std::size_t>(y.dim(k)));
-      for (std::int64_t o = 0; o < y.dim(k); ++o) source[k][static_cast<std::size_t>(o)] = source_index(op.mode, o, d, before);
+      if (auto st = ops::detail::check_pad_mode(Op::name, op.mode, k, x.dim(k), op.paddings[2 * k], op.paddings[2 * k + 1]);
+          !st.ok())
+        return st;
       in_stride[k] = stride;
-      stride *= d;
+      stride *= x.dim(k);
     }
     const S* in = x.unchecked_data<const S>();
     S* out = y.unchecked_data<S>();
@@ -434,21 +430,24 @@ struct pad_kernel {
       out[0] = in[0];
       return ok_status();
     }
-    const std::int64_t row = y.dim(rank - 1);
+    const std::size_t last = rank - 1;
+    const std::int64_t row = y.dim(last), d = x.dim(last), before = op.paddings[2 * last];
     const std::int64_t rows = y.num_elements() / row;
-    const std::vector<std::int64_t>& last = source[rank - 1];
     ctx.device.parallel_for(rows, mv::copy_cycles_per_byte * static_cast<double>(row * static_cast<std::int64_t>(sizeof(S))),
                             [&](std::int64_t first, std::int64_t end) {
       for (std::int64_t r = first; r < end; ++r) {
+        // The input row this output row reads: each outer index mapped by the mode.
         std::int64_t at = 0;
-        for (std::int64_t k = static_cast<std::int64_t>(rank) - 2, rest = r; k >= 0; --k) {
+        for (std::int64_t k = static_cast<std::int64_t>(last) - 1, rest = r; k >= 0; --k) {
           const auto u = static_cast<std::size_t>(k);
-          const std::int64_t o = rest % y.dim(u);
+          at += source_index(op.mode, rest % y.dim(u), x.dim(u), op.paddings[2 * u]) * in_stride[u];
           rest /= y.dim(u);
-          at += source[u][static_cast<std::size_t>(o)] * in_stride[u];
         }
+        // The row: its border element by element, the input row itself in one copy.
         S* dst = out + r * row;
-        for (std::int64_t j = 0; j < row; ++j) dst[j] = in[at + last[static_cast<std::size_t>(j)]];
+        for (std::int64_t j = 0; j < before; ++j) dst[j] = in[at + source_index(op.mode, j, d, before)];
+        std::memcpy(dst + before, in + at, static_cast<std::size_t>(d) * sizeof(S));
+        for (std::int64_t j = before + d; j < row; ++j) dst[j] = in[at + source_index(op.mode, j, d, before)];
       }
     });
     return ok_status();
