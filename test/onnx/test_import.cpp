@@ -160,9 +160,9 @@ void set_ints(onnx::NodeProto& n, const std::string& name, std::vector<std::int6
   for (auto x : v) a->add_ints(x);
 }
 
-TEST_CASE("a convolution padded as SAME is typeflow's same, without a pad node; others pad first", "[onnx]") {
-  for (const auto& [pads, expect_pad] : std::vector<std::pair<std::vector<std::int64_t>, bool>>{
-           {{1, 1, 1, 1}, false}, {{0, 0, 1, 1}, true}, {{2, 2, 2, 2}, true}}) {
+TEST_CASE("a convolution runs on the NCHW image as it lies, padded as same or explicitly", "[onnx]") {
+  for (const auto& [pads, padding] : std::vector<std::pair<std::vector<std::int64_t>, std::string>>{
+           {{1, 1, 1, 1}, "same"}, {{0, 0, 1, 1}, "explicit"}, {{2, 2, 2, 2}, "explicit"}, {{0, 0, 0, 0}, "valid"}}) {
     model_builder b;
     b.input("x", {-1, 2, 6, 6});
     b.floats("w", {3, 2, 3, 3}, random_floats(54, 5));
@@ -171,9 +171,17 @@ TEST_CASE("a convolution padded as SAME is typeflow's same, without a pad node; 
     b.output("y", {-1, 3, out, out});
     auto m = b.import();
     REQUIRE(m.ok());
-    bool has_pad = false;
-    for (const auto& n : m->graph.nodes) has_pad |= n.op == "pad";
-    REQUIRE(has_pad == expect_pad);
+    // No pad or transpose node: one conv2d in NCHW with the padding.
+    int convs = 0;
+    for (const auto& n : m->graph.nodes) {
+      REQUIRE(n.op != "pad");
+      REQUIRE(n.op != "transpose");
+      if (n.op != "conv2d") continue;
+      ++convs;
+      REQUIRE(n.attrs.find("padding")->to_string() == "\"" + padding + "\"");
+      REQUIRE(n.attrs.find("data_format")->to_string() == "\"NCHW\"");
+    }
+    REQUIRE(convs == 1);
     // Against a direct convolution of the zero-padded NCHW image.
     const auto x = random_floats(2 * 6 * 6, 6), w = random_floats(54, 5);
     auto y = run(*m, {{"x", *tf::tensor::from_values<float>(x, tf::shape{1, 2, 6, 6})}});

@@ -5,6 +5,8 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 
 namespace tf = typeflow;
@@ -17,28 +19,55 @@ using tf::test::require_error;
 
 namespace {
 
-// One spatial dimension as TensorFlow computes it: output positions and padding before.
+using tf::ops::data_format;
+
+// One spatial dimension as TensorFlow (same, valid) and ONNX (explicit pads, ceil_mode) compute
+// it: output positions, padding before, and where the padded input ends.
 struct window_1d {
-  std::int64_t out, pad_before;
+  std::int64_t out, pad_before, padded_end;
 };
 
-window_1d tf_window(std::int64_t in, std::int64_t size, std::int64_t stride, std::int64_t dilation, padding pad) {
+window_1d ref_window(std::int64_t in, std::int64_t size, std::int64_t stride, std::int64_t dilation, padding pad,
+                     std::int64_t before = 0, std::int64_t after = 0, bool ceil = false) {
   const std::int64_t extent = (size - 1) * dilation + 1;
-  if (pad == padding::valid) return {in >= extent ? (in - extent) / stride + 1 : 0, 0};
-  const std::int64_t out = (in + stride - 1) / stride;
-  const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + extent - in, 0);
-  return {out, out > 0 ? total / 2 : 0};
+  if (in == 0) return {0, 0, 0};
+  if (pad == padding::same) {
+    const std::int64_t out = (in + stride - 1) / stride;
+    const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + extent - in, 0);
+    return {out, total / 2, in + total - total / 2};
+  }
+  if (pad == padding::valid) before = after = 0;
+  const std::int64_t padded = in + before + after;
+  if (padded < extent) return {0, before, in + after};
+  const double steps = static_cast<double>(padded - extent) / static_cast<double>(stride);
+  std::int64_t out = static_cast<std::int64_t>(ceil ? std::ceil(steps) : std::floor(steps)) + 1;
+  if (ceil && (out - 1) * stride >= in + before) --out;  // the last window starts in the image or its front padding
+  return {out, before, in + after};
 }
 
-// y[b, i, j, o] = sum over (di, dj, c) of x[b, i*sh + di*dh - top, j*sw + dj*dw - left, c] * f[di, dj, c, o].
-std::vector<double> reference_conv2d(const tf::tensor& x_t, const tf::tensor& f_t, const std::vector<double>& x,
+// Flat index of pixel (b, y, x) channel c of an image [n, h, w, c] laid out in `format`.
+std::size_t image_index(data_format format, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t b,
+                        std::int64_t y, std::int64_t x, std::int64_t ci) {
+  return static_cast<std::size_t>(format == data_format::nhwc ? ((b * h + y) * w + x) * c + ci
+                                                              : ((b * c + ci) * h + y) * w + x);
+}
+
+// The image shape [n, h, w, c] in `format`.
+tf::shape image_shape(data_format format, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c) {
+  return format == data_format::nhwc ? tf::shape{n, h, w, c} : tf::shape{n, c, h, w};
+}
+
+// y[b, i, j, o] = sum over (di, dj, c) of x[b, i*sh + di*dh - top, j*sw + dj*dw - left, c] * f[di, dj, c, o],
+// x zero outside the image; read and written in the op's format.
+std::vector<double> reference_conv2d(const tf::shape& xs, const tf::tensor& f_t, const std::vector<double>& x,
                                      const std::vector<double>& f, const tf::ops::conv2d& op, tf::shape& out_shape) {
-  const std::int64_t n = x_t.dim(0), h = x_t.dim(1), w = x_t.dim(2), c = x_t.dim(3);
+  const bool nhwc = op.format == data_format::nhwc;
+  const std::int64_t n = xs[0], h = xs[nhwc ? 1 : 2], w = xs[nhwc ? 2 : 3], c = xs[nhwc ? 3 : 1];
   const std::int64_t kh = f_t.dim(0), kw = f_t.dim(1), k = f_t.dim(3);
-  const auto wy = tf_window(h, kh, op.stride_h, op.dilation_h, op.pad);
-  const auto wx = tf_window(w, kw, op.stride_w, op.dilation_w, op.pad);
-  out_shape = tf::shape{n, wy.out, wx.out, k};
-  std::vector<double> y;
+  const auto wy = ref_window(h, kh, op.stride_h, op.dilation_h, op.pad, op.pad_top, op.pad_bottom);
+  const auto wx = ref_window(w, kw, op.stride_w, op.dilation_w, op.pad, op.pad_left, op.pad_right);
+  out_shape = image_shape(op.format, n, wy.out, wx.out, k);
+  std::vector<double> y(static_cast<std::size_t>(n * wy.out * wx.out * k));
   for (std::int64_t b = 0; b < n; ++b)
     for (std::int64_t i = 0; i < wy.out; ++i)
       for (std::int64_t j = 0; j < wx.out; ++j)
@@ -50,22 +79,23 @@ std::vector<double> reference_conv2d(const tf::tensor& x_t, const tf::tensor& f_
               const std::int64_t ix = j * op.stride_w + dj * op.dilation_w - wx.pad_before;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
               for (std::int64_t ci = 0; ci < c; ++ci)
-                sum += x[static_cast<std::size_t>(((b * h + iy) * w + ix) * c + ci)] *
+                sum += x[image_index(op.format, h, w, c, b, iy, ix, ci)] *
                        f[static_cast<std::size_t>(((di * kw + dj) * c + ci) * k + o)];
             }
-          y.push_back(sum);
+          y[image_index(op.format, wy.out, wx.out, k, b, i, j, o)] = sum;
         }
   return y;
 }
 
 struct conv_case {
-  tf::shape x, f;
+  tf::shape x, f;  // x as NHWC; checked in both formats
   tf::ops::conv2d op;
 };
 
 // Padding modes, strides 1/2/3, dilations, 1x1 filters (the pointwise GEMM and the strided
 // path), a filter as large as the image, c_in = 1, batches, odd and even sizes, size 0 and 1,
-// and cases large enough to need several im2col chunks and to split over threads.
+// explicit pads (asymmetric, larger than the filter, on a 1x1 filter), and cases large enough to
+// need several im2col chunks and to split over threads.
 const std::vector<conv_case> conv_cases = {
     {{1, 5, 5, 3}, {3, 3, 3, 4}, {}},
     {{1, 5, 5, 3}, {3, 3, 3, 4}, {.pad = padding::same}},
@@ -93,25 +123,39 @@ const std::vector<conv_case> conv_cases = {
     {{1, 5, 5, 3}, {3, 3, 3, 0}, {.pad = padding::same}},
     {{1, 4, 4, 0}, {3, 3, 0, 2}, {.pad = padding::same}},
     {{1, 4, 4, 0}, {1, 1, 0, 2}, {}},
+    {{1, 6, 7, 3}, {3, 3, 3, 4}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 2, .pad_left = 0, .pad_right = 1}},
+    {{2, 5, 6, 2}, {3, 2, 2, 3}, {.stride_h = 2, .stride_w = 3, .pad = padding::explicit_, .dilation_h = 2, .pad_top = 2,
+                                  .pad_bottom = 0, .pad_left = 1, .pad_right = 3}},
+    {{1, 3, 4, 2}, {2, 2, 2, 3}, {.pad = padding::explicit_, .pad_top = 4, .pad_bottom = 3, .pad_left = 5, .pad_right = 2}},
+    {{2, 5, 4, 3}, {1, 1, 3, 2}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 0, .pad_right = 2}},
+    {{1, 2, 2, 1}, {3, 3, 1, 1}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 0, .pad_left = 0, .pad_right = 1}},
     {{2, 40, 40, 32}, {3, 3, 32, 16}, {.pad = padding::same}},
     {{3, 33, 31, 16}, {3, 3, 16, 8}, {.stride_h = 1, .stride_w = 2}},
     {{4, 32, 32, 8}, {1, 1, 8, 4}, {}},
+    {{2, 37, 29, 24}, {3, 3, 24, 8}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 0}},
 };
 
 template <class T, class Device>
 void check_conv2d(Device& device, double tol) {
   std::uint64_t seed = 100;
-  for (const auto& c : conv_cases) {
-    INFO("conv2d " << tf::name_of(tf::dtype_of<T>) << ", input " << c.x.to_string() << ", filter "
-                   << c.f.to_string() << ", stride " << c.op.stride_h << "x" << c.op.stride_w << ", dilation "
-                   << c.op.dilation_h << "x" << c.op.dilation_w << ", " << tf::ops::name_of(c.op.pad));
-    const tf::tensor x = random_tensor<T>(c.x, seed++);
-    const tf::tensor f = random_tensor<T>(c.f, seed++);
-    auto y = tf::call<T>(device, c.op, x, f);
-    REQUIRE(y.ok());
-    tf::shape expected_shape;
-    const auto expected = reference_conv2d(x, f, as_doubles<T>(x), as_doubles<T>(f), c.op, expected_shape);
-    require_close<T>(*y, expected_shape, expected, tol);
+  for (const data_format format : {data_format::nhwc, data_format::nchw}) {
+    for (const auto& c : conv_cases) {
+      tf::ops::conv2d op = c.op;
+      op.format = format;
+      const tf::shape xs = image_shape(format, c.x[0], c.x[1], c.x[2], c.x[3]);
+      INFO("conv2d " << tf::name_of(tf::dtype_of<T>) << ", " << tf::ops::name_of(format) << " input "
+                     << xs.to_string() << ", filter " << c.f.to_string() << ", stride " << op.stride_h << "x"
+                     << op.stride_w << ", dilation " << op.dilation_h << "x" << op.dilation_w << ", "
+                     << tf::ops::name_of(op.pad) << " padding " << op.pad_top << " " << op.pad_bottom << " "
+                     << op.pad_left << " " << op.pad_right);
+      const tf::tensor x = random_tensor<T>(xs, seed++);
+      const tf::tensor f = random_tensor<T>(c.f, seed++);
+      auto y = tf::call<T>(device, op, x, f);
+      REQUIRE(y.ok());
+      tf::shape expected_shape;
+      const auto expected = reference_conv2d(xs, f, as_doubles<T>(x), as_doubles<T>(f), op, expected_shape);
+      require_close<T>(*y, expected_shape, expected, tol);
+    }
   }
 }
 
@@ -145,45 +189,56 @@ TEMPLATE_LIST_TEST_CASE("conv2d with valid padding skips the image border", "[co
 
 namespace {
 
-// TensorFlow's pools: the max or the mean of the window positions inside the image.
+// The pools: the max or the mean of the window's taps inside the image (the mean divided by the
+// taps inside the image with its padding under count_include_pad), read in the op's format.
 template <class Op>
-std::vector<double> reference_pool2d(const tf::tensor& x_t, const std::vector<double>& x, const Op& op,
+std::vector<double> reference_pool2d(const tf::shape& xs, const std::vector<double>& x, const Op& op,
                                      tf::shape& out_shape) {
-  const std::int64_t n = x_t.dim(0), h = x_t.dim(1), w = x_t.dim(2), c = x_t.dim(3);
-  const auto wy = tf_window(h, op.window_h, op.stride_h, 1, op.pad);
-  const auto wx = tf_window(w, op.window_w, op.stride_w, 1, op.pad);
-  out_shape = tf::shape{n, wy.out, wx.out, c};
-  std::vector<double> y;
+  const bool nhwc = op.format == data_format::nhwc;
+  const std::int64_t n = xs[0], h = xs[nhwc ? 1 : 2], w = xs[nhwc ? 2 : 3], c = xs[nhwc ? 3 : 1];
+  const auto wy = ref_window(h, op.window_h, op.stride_h, op.dilation_h, op.pad, op.pad_top, op.pad_bottom, op.ceil_mode);
+  const auto wx = ref_window(w, op.window_w, op.stride_w, op.dilation_w, op.pad, op.pad_left, op.pad_right, op.ceil_mode);
+  out_shape = image_shape(op.format, n, wy.out, wx.out, c);
+  bool include_pad = false;
+  if constexpr (std::is_same_v<Op, tf::ops::avg_pool2d>) include_pad = op.count_include_pad;
+  std::vector<double> y(static_cast<std::size_t>(n * wy.out * wx.out * c));
   for (std::int64_t b = 0; b < n; ++b)
     for (std::int64_t i = 0; i < wy.out; ++i)
       for (std::int64_t j = 0; j < wx.out; ++j)
         for (std::int64_t ci = 0; ci < c; ++ci) {
           double max = -std::numeric_limits<double>::infinity(), sum = 0;
-          int count = 0;
+          int count = 0, padded_count = 0;
           for (std::int64_t di = 0; di < op.window_h; ++di)
             for (std::int64_t dj = 0; dj < op.window_w; ++dj) {
-              const std::int64_t iy = i * op.stride_h + di - wy.pad_before;
-              const std::int64_t ix = j * op.stride_w + dj - wx.pad_before;
+              const std::int64_t iy = i * op.stride_h + di * op.dilation_h - wy.pad_before;
+              const std::int64_t ix = j * op.stride_w + dj * op.dilation_w - wx.pad_before;
+              if (iy >= -wy.pad_before && iy < wy.padded_end && ix >= -wx.pad_before && ix < wx.padded_end)
+                ++padded_count;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-              const double v = x[static_cast<std::size_t>(((b * h + iy) * w + ix) * c + ci)];
+              const double v = x[image_index(op.format, h, w, c, b, iy, ix, ci)];
               max = std::max(max, v);
               sum += v;
               ++count;
             }
-          y.push_back(std::is_same_v<Op, tf::ops::max_pool2d> ? max : sum / count);
+          y[image_index(op.format, wy.out, wx.out, c, b, i, j, ci)] =
+              std::is_same_v<Op, tf::ops::max_pool2d> ? max : sum / (include_pad ? padded_count : count);
         }
   return y;
 }
 
 struct pool_case {
-  tf::shape x;
+  tf::shape x;  // NHWC; checked in both formats
   std::int64_t window_h, window_w, stride_h, stride_w;
   padding pad;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::array<std::int64_t, 4> pads{};  // top, bottom, left, right
+  bool ceil_mode = false;
 };
 
 // Default 2x2/2, odd sizes that drop a border, same padding (border windows partly outside),
-// overlapping windows (stride < window), gaps (stride > window), size 0 and 1, and a case
-// large enough to split over threads.
+// overlapping windows (stride < window), gaps (stride > window), size 0 and 1, dilations,
+// explicit asymmetric pads, ceil_mode (with the last window starting in the front padding
+// dropped), and a case large enough to split over threads.
 const std::vector<pool_case> pool_cases = {
     {{2, 6, 8, 3}, 2, 2, 2, 2, padding::valid},
     {{1, 7, 9, 5}, 2, 2, 2, 2, padding::valid},
@@ -202,24 +257,42 @@ const std::vector<pool_case> pool_cases = {
     {{0, 6, 6, 3}, 2, 2, 2, 2, padding::valid},
     {{1, 0, 6, 3}, 2, 2, 2, 2, padding::same},
     {{1, 6, 6, 0}, 3, 3, 2, 2, padding::same},
+    {{1, 9, 8, 2}, 2, 3, 1, 2, padding::valid, 2, 3},
+    {{2, 9, 8, 2}, 3, 2, 2, 1, padding::same, 2, 2},
+    {{1, 7, 6, 3}, 3, 3, 2, 2, padding::explicit_, 1, 1, {1, 2, 0, 1}},
+    {{2, 5, 5, 2}, 3, 2, 1, 2, padding::explicit_, 2, 1, {3, 1, 1, 0}},
+    {{1, 7, 9, 2}, 3, 3, 2, 2, padding::valid, 1, 1, {}, true},
+    {{1, 6, 6, 2}, 3, 3, 2, 2, padding::explicit_, 1, 1, {1, 1, 1, 1}, true},
+    {{1, 5, 8, 2}, 2, 3, 3, 3, padding::explicit_, 1, 1, {1, 0, 2, 1}, true},
+    {{1, 4, 4, 1}, 3, 3, 2, 2, padding::explicit_, 1, 1, {2, 1, 2, 2}, true},
     {{4, 32, 32, 16}, 3, 3, 2, 2, padding::same},
 };
 
 template <class Op, class T, class Device>
-void check_pool2d(Device& device, double lo, double hi) {
+void check_pool2d(Device& device, double lo, double hi, bool count_include_pad = false) {
   std::uint64_t seed = 500;
-  for (const auto& c : pool_cases) {
-    const Op op{.window_h = c.window_h, .window_w = c.window_w, .stride_h = c.stride_h, .stride_w = c.stride_w,
-                .pad = c.pad};
-    INFO(Op::name << " " << tf::name_of(tf::dtype_of<T>) << ", input " << c.x.to_string() << ", window "
-                  << c.window_h << "x" << c.window_w << ", stride " << c.stride_h << "x" << c.stride_w << ", "
-                  << tf::ops::name_of(c.pad) << ", values in [" << lo << ", " << hi << "]");
-    const tf::tensor x = random_tensor<T>(c.x, seed++, lo, hi);
-    auto y = tf::call<T>(device, op, x);
-    REQUIRE(y.ok());
-    tf::shape expected_shape;
-    const auto expected = reference_pool2d(x, as_doubles<T>(x), op, expected_shape);
-    require_close<T>(*y, expected_shape, expected);
+  for (const data_format format : {data_format::nhwc, data_format::nchw}) {
+    for (const auto& c : pool_cases) {
+      Op op{.window_h = c.window_h, .window_w = c.window_w, .stride_h = c.stride_h, .stride_w = c.stride_w,
+            .pad = c.pad, .dilation_h = c.dilation_h, .dilation_w = c.dilation_w, .pad_top = c.pads[0],
+            .pad_bottom = c.pads[1], .pad_left = c.pads[2], .pad_right = c.pads[3], .format = format,
+            .ceil_mode = c.ceil_mode};
+      if constexpr (std::is_same_v<Op, tf::ops::avg_pool2d>) op.count_include_pad = count_include_pad;
+      const tf::shape xs = image_shape(format, c.x[0], c.x[1], c.x[2], c.x[3]);
+      INFO(Op::name << " " << tf::name_of(tf::dtype_of<T>) << ", " << tf::ops::name_of(format) << " input "
+                    << xs.to_string() << ", window " << c.window_h << "x" << c.window_w << ", stride " << c.stride_h
+                    << "x" << c.stride_w << ", dilation " << c.dilation_h << "x" << c.dilation_w << ", "
+                    << tf::ops::name_of(c.pad) << " padding " << c.pads[0] << " " << c.pads[1] << " " << c.pads[2]
+                    << " " << c.pads[3] << (c.ceil_mode ? ", ceil_mode" : "")
+                    << (count_include_pad ? ", count_include_pad" : "") << ", values in [" << lo << ", " << hi
+                    << "]");
+      const tf::tensor x = random_tensor<T>(xs, seed++, lo, hi);
+      auto y = tf::call<T>(device, op, x);
+      REQUIRE(y.ok());
+      tf::shape expected_shape;
+      const auto expected = reference_pool2d(xs, as_doubles<T>(x), op, expected_shape);
+      require_close<T>(*y, expected_shape, expected);
+    }
   }
 }
 
@@ -233,10 +306,14 @@ TEMPLATE_LIST_TEST_CASE("pools match nested-loop references", "[pool]", tf::test
   // All negative: a padded zero would win if max did not ignore the padding.
   SECTION("max f32, negative values") { check_pool2d<tf::ops::max_pool2d, float>(device, -5, -1); }
   SECTION("max i32, negative values") { check_pool2d<tf::ops::max_pool2d, std::int32_t>(device, -100, -1); }
+  SECTION("max u8") { check_pool2d<tf::ops::max_pool2d, std::uint8_t>(device, 0, 255); }
+  SECTION("max i8, negative values") { check_pool2d<tf::ops::max_pool2d, std::int8_t>(device, -128, -1); }
   SECTION("avg f32") { check_pool2d<tf::ops::avg_pool2d, float>(device, -2, 2); }
   SECTION("avg f64") { check_pool2d<tf::ops::avg_pool2d, double>(device, -2, 2); }
   // All positive: dividing border windows by the full window size would shrink them.
   SECTION("avg f64, positive values") { check_pool2d<tf::ops::avg_pool2d, double>(device, 1, 5); }
+  // Dividing by the taps inside the padding as well: ONNX's and PyTorch's count_include_pad.
+  SECTION("avg f64, count_include_pad") { check_pool2d<tf::ops::avg_pool2d, double>(device, 1, 5, true); }
 }
 
 TEMPLATE_LIST_TEST_CASE("avg_pool2d divides border windows by their real positions", "[pool]",
@@ -252,29 +329,47 @@ TEMPLATE_LIST_TEST_CASE("avg_pool2d divides border windows by their real positio
   require_close<float>(*y, tf::shape{1, 2, 2, 1}, {3, 3, 3, 3});
 }
 
-TEST_CASE("padding arithmetic follows TensorFlow", "[conv][static]") {
+TEST_CASE("padding arithmetic follows TensorFlow and ONNX", "[conv][static]") {
   using tf::ops::padding_before;
-  using tf::ops::windowed_output_size;
+  using tf::ops::window_axis;
+  constexpr auto out = [](std::int64_t in, window_axis a, padding pad) {
+    return tf::ops::windowed_output_size(in, a, pad);
+  };
   // same: ceil(in / stride), whatever the window.
-  STATIC_REQUIRE(windowed_output_size(5, 3, 2, 1, padding::same) == 3);
-  STATIC_REQUIRE(windowed_output_size(6, 3, 2, 1, padding::same) == 3);
-  STATIC_REQUIRE(windowed_output_size(7, 9, 1, 2, padding::same) == 7);
+  STATIC_REQUIRE(out(5, {.size = 3, .stride = 2}, padding::same) == 3);
+  STATIC_REQUIRE(out(6, {.size = 3, .stride = 2}, padding::same) == 3);
+  STATIC_REQUIRE(out(7, {.size = 9, .stride = 1, .dilation = 2}, padding::same) == 7);
   // valid: ceil((in - (k - 1) * dilation) / stride); 0 when the window does not fit.
-  STATIC_REQUIRE(windowed_output_size(5, 3, 1, 1, padding::valid) == 3);
-  STATIC_REQUIRE(windowed_output_size(7, 3, 2, 1, padding::valid) == 3);
-  STATIC_REQUIRE(windowed_output_size(8, 3, 2, 1, padding::valid) == 3);
-  STATIC_REQUIRE(windowed_output_size(9, 3, 1, 2, padding::valid) == 5);
-  STATIC_REQUIRE(windowed_output_size(4, 3, 1, 2, padding::valid) == 0);
-  STATIC_REQUIRE(windowed_output_size(dyn, 3, 1, 1, padding::valid) == dyn);
-  STATIC_REQUIRE(windowed_output_size(5, dyn, 1, 1, padding::valid) == dyn);
-  STATIC_REQUIRE(windowed_output_size(5, dyn, 2, 1, padding::same) == 3);
+  STATIC_REQUIRE(out(5, {.size = 3}, padding::valid) == 3);
+  STATIC_REQUIRE(out(7, {.size = 3, .stride = 2}, padding::valid) == 3);
+  STATIC_REQUIRE(out(8, {.size = 3, .stride = 2}, padding::valid) == 3);
+  STATIC_REQUIRE(out(9, {.size = 3, .dilation = 2}, padding::valid) == 5);
+  STATIC_REQUIRE(out(4, {.size = 3, .dilation = 2}, padding::valid) == 0);
+  STATIC_REQUIRE(out(dyn, {.size = 3}, padding::valid) == dyn);
+  STATIC_REQUIRE(out(5, {.size = dyn}, padding::valid) == dyn);
+  STATIC_REQUIRE(out(5, {.size = dyn, .stride = 2}, padding::same) == 3);
+  // valid ignores explicit pads; explicit counts them: (5 + 1 + 2 - 3) / 2 + 1 = 3.
+  STATIC_REQUIRE(out(5, {.size = 3, .stride = 2, .before = 1, .after = 2}, padding::valid) == 2);
+  STATIC_REQUIRE(out(5, {.size = 3, .stride = 2, .before = 1, .after = 2}, padding::explicit_) == 3);
+  STATIC_REQUIRE(out(2, {.size = 4, .before = 3, .after = 3}, padding::explicit_) == 5);
+  STATIC_REQUIRE(out(0, {.size = 1, .before = 3, .after = 3}, padding::explicit_) == 0);  // an empty image stays empty
+  // ceil_mode: 7 rows, window 3, stride 2: (7 - 3) / 2 = 2 exactly, so 3 both ways; 8 rows: 3 or 4.
+  STATIC_REQUIRE(out(7, {.size = 3, .stride = 2, .ceil = true}, padding::valid) == 3);
+  STATIC_REQUIRE(out(8, {.size = 3, .stride = 2}, padding::valid) == 3);
+  STATIC_REQUIRE(out(8, {.size = 3, .stride = 2, .ceil = true}, padding::valid) == 4);
+  // The 4th window would start at padded row 6 = in + before: only padding after, so it is dropped.
+  STATIC_REQUIRE(out(5, {.size = 2, .stride = 2, .before = 1, .after = 2, .ceil = true}, padding::explicit_) == 3);
+  // Here the 4th starts at padded row 6 < in + before = 7, and is kept: floor gives 3.
+  STATIC_REQUIRE(out(6, {.size = 3, .stride = 2, .before = 1, .after = 1}, padding::explicit_) == 3);
+  STATIC_REQUIRE(out(6, {.size = 3, .stride = 2, .before = 1, .after = 1, .ceil = true}, padding::explicit_) == 4);
   // Padding before is half the total, rounded down: the odd one goes after.
-  STATIC_REQUIRE(padding_before(5, 3, 3, 2, 1, padding::same) == 1);  // total 2
-  STATIC_REQUIRE(padding_before(6, 3, 3, 2, 1, padding::same) == 0);  // total 1
-  STATIC_REQUIRE(padding_before(6, 6, 4, 1, 1, padding::same) == 1);  // total 3
-  STATIC_REQUIRE(padding_before(9, 9, 3, 1, 2, padding::same) == 2);  // dilated extent 5, total 4
-  STATIC_REQUIRE(padding_before(10, 4, 2, 3, 1, padding::same) == 0);  // windows leave gaps: total 0
-  STATIC_REQUIRE(padding_before(5, 3, 3, 1, 1, padding::valid) == 0);
+  STATIC_REQUIRE(padding_before(5, 3, {.size = 3, .stride = 2}, padding::same) == 1);  // total 2
+  STATIC_REQUIRE(padding_before(6, 3, {.size = 3, .stride = 2}, padding::same) == 0);  // total 1
+  STATIC_REQUIRE(padding_before(6, 6, {.size = 4}, padding::same) == 1);               // total 3
+  STATIC_REQUIRE(padding_before(9, 9, {.size = 3, .dilation = 2}, padding::same) == 2);  // dilated extent 5, total 4
+  STATIC_REQUIRE(padding_before(10, 4, {.size = 2, .stride = 3}, padding::same) == 0);   // windows leave gaps: total 0
+  STATIC_REQUIRE(padding_before(5, 3, {.size = 3}, padding::valid) == 0);
+  STATIC_REQUIRE(padding_before(5, 3, {.size = 3, .before = 2}, padding::explicit_) == 2);
   STATIC_REQUIRE(tf::ops::effective_window(3, 2) == 5);
 }
 
@@ -309,6 +404,20 @@ TEST_CASE("conv and pool shape inference at compile time", "[conv][pool][static]
                                                           tf::tensor_spec{tf::dtype::f32, tf::shape{3, 3, 4, 8}}})
                       .ok());
   STATIC_REQUIRE(!tf::infer(tf::ops::avg_pool2d{}, std::array{tf::tensor_spec{tf::dtype::i32, tf::shape{1, 4, 4, 1}}}).ok());
+  // NCHW keeps the layout; explicit pads count; ceil_mode rounds up.
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::conv2d{.format = data_format::nchw}, spec<float, static_shape<dyn, 3, 28, 27>>,
+                                    filter> == tf::tensor_spec{tf::dtype::f32, tf::shape{dyn, 16, 26, 25}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::conv2d{.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 0,
+                                                    .pad_left = 2, .pad_right = 2},
+                                    images, filter> == tf::tensor_spec{tf::dtype::f32, tf::shape{dyn, 27, 30, 16}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::max_pool2d{.window_h = 3, .window_w = 3, .format = data_format::nchw,
+                                                        .ceil_mode = true},
+                                    spec<std::uint8_t, static_shape<2, 4, 8, 9>>> ==
+                 tf::tensor_spec{tf::dtype::u8, tf::shape{2, 4, 4, 4}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::avg_pool2d{.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1,
+                                                        .count_include_pad = true},
+                                    spec<float, static_shape<1, 7, 8, 3>>> ==
+                 tf::tensor_spec{tf::dtype::f32, tf::shape{1, 4, 4, 3}});
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::conv2d, tf::cpu, double>);
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::conv2d, tf::thread_pool, float>);
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::max_pool2d, tf::cpu, std::int32_t>);
@@ -341,6 +450,24 @@ TEST_CASE("conv2d reports bad inputs and attributes", "[conv][errors]") {
                 "conv2d: with valid padding the filter (6 x 3 after dilation) is larger than the input's 5 x 5 image");
   require_error(tf::call<float>(device, tf::ops::conv2d{.dilation_w = 3}, x, f), code,
                 "conv2d: with valid padding the filter (3 x 7 after dilation) is larger than the input's 5 x 5 image");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .dilation_w = 4, .pad_left = 1}, x, f),
+                code,
+                "conv2d: with explicit padding the filter (3 x 9 after dilation) is larger than the input's 5 x 5 image "
+                "with its padding (5 x 6), so the output would be empty (input shape [1, 5, 5, 3])");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::same, .pad_top = 1}, x, f), code,
+                "conv2d: pad_top, pad_bottom, pad_left and pad_right are for explicit padding; with same padding they "
+                "must be 0, got 1, 0, 0, 0");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .pad_right = -1}, x, f), code,
+                "conv2d: explicit pads must be in [0, 2147483647], got pad_top 0, pad_bottom 0, pad_left 0 and "
+                "pad_right -1");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.format = static_cast<data_format>(2)}, x, f), code,
+                "conv2d: invalid data_format code 2");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.format = data_format::nchw}, x, f), code,
+                "conv2d: input 0 has 5 channels but the filter expects 3 (input shape [1, 5, 5, 3], filter shape "
+                "[3, 3, 3, 4])");
+  require_error(tf::call<float>(device, tf::ops::conv2d{.format = data_format::nchw},
+                                random_tensor<float>(tf::shape{5, 5, 3}, 3), f),
+                code, "conv2d: input 0 (NCHW images) must have rank 4, got shape [5, 5, 3]");
   // The same filters fit with same padding.
   REQUIRE(tf::call<float>(device, tf::ops::conv2d{.pad = padding::same, .dilation_w = 3}, x, f).ok());
   // dtypes: floating only, one dtype for both inputs, and the kernel's dtype must be input 0's.
@@ -367,10 +494,22 @@ TEST_CASE("pools report bad inputs and attributes", "[pool][errors]") {
   require_error(tf::call<float>(device, tf::ops::max_pool2d{.pad = static_cast<padding>(3)}, x), code,
                 "max_pool2d: invalid padding code 3");
   require_error(tf::call<float>(device, tf::ops::avg_pool2d{.window_h = 6}, x), code,
-                "avg_pool2d: with valid padding the 6 x 2 window is larger than the input's 5 x 6 image, so the "
-                "output would be empty (input shape [1, 5, 6, 3])");
+                "avg_pool2d: with valid padding the window (6 x 2 after dilation) is larger than the input's 5 x 6 "
+                "image, so the output would be empty (input shape [1, 5, 6, 3])");
   require_error(tf::call<float>(device, tf::ops::max_pool2d{.window_w = 7}, x), code,
-                "max_pool2d: with valid padding the 2 x 7 window is larger than the input's 5 x 6 image");
+                "max_pool2d: with valid padding the window (2 x 7 after dilation) is larger than the input's 5 x 6 image");
+  require_error(tf::call<float>(device, tf::ops::max_pool2d{.dilation_h = 0}, x), code,
+                "max_pool2d: dilations must be >= 1, got dilation_h 0 and dilation_w 1");
+  require_error(tf::call<float>(device, tf::ops::max_pool2d{.pad = padding::explicit_, .pad_top = 2}, x), code,
+                "max_pool2d: explicit pads must be smaller than the window (2 x 2 after dilation), got pad_top 2, "
+                "pad_bottom 0, pad_left 0 and pad_right 0: a window would lie wholly in the padding");
+  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.pad = padding::same, .ceil_mode = true}, x), code,
+                "avg_pool2d: ceil_mode applies to valid and explicit padding, not to same");
+  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.pad = padding::valid, .pad_left = 1}, x), code,
+                "avg_pool2d: pad_top, pad_bottom, pad_left and pad_right are for explicit padding; with valid "
+                "padding they must be 0, got 0, 0, 1, 0");
+  require_error(tf::call<float>(device, tf::ops::max_pool2d{.format = data_format::nchw}, random_tensor<float>(tf::shape{1, 3, 1, 6}, 2)),
+                code, "max_pool2d: with valid padding the window (2 x 2 after dilation) is larger than the input's 1 x 6 image");
   REQUIRE(tf::call<float>(device, tf::ops::max_pool2d{.window_w = 7, .pad = padding::same}, x).ok());
   require_error(tf::call<float>(device, tf::ops::avg_pool2d{}, random_tensor<std::int32_t>(tf::shape{1, 4, 4, 1}, 3)),
                 code, "avg_pool2d: input dtype i32 is not supported");

@@ -47,11 +47,19 @@ template <class Op>
 inline constexpr auto op_attributes = std::tuple<>{};
 
 namespace detail {
+// The attributes conv2d and the pools share, after their first ones.
+template <class Op>
+constexpr auto window_attributes() {
+  return std::tuple{attribute<"padding", &Op::pad>{},         attribute<"dilation_h", &Op::dilation_h>{},
+                    attribute<"dilation_w", &Op::dilation_w>{}, attribute<"pad_top", &Op::pad_top>{},
+                    attribute<"pad_bottom", &Op::pad_bottom>{}, attribute<"pad_left", &Op::pad_left>{},
+                    attribute<"pad_right", &Op::pad_right>{},   attribute<"data_format", &Op::format>{}};
+}
 template <class Op>
 constexpr auto pool_attributes() {
-  return std::tuple{attribute<"window_h", &Op::window_h>{}, attribute<"window_w", &Op::window_w>{},
-                    attribute<"stride_h", &Op::stride_h>{}, attribute<"stride_w", &Op::stride_w>{},
-                    attribute<"padding", &Op::pad>{}};
+  return std::tuple_cat(std::tuple{attribute<"window_h", &Op::window_h>{}, attribute<"window_w", &Op::window_w>{},
+                                   attribute<"stride_h", &Op::stride_h>{}, attribute<"stride_w", &Op::stride_w>{}},
+                        window_attributes<Op>(), std::tuple{attribute<"ceil_mode", &Op::ceil_mode>{}});
 }
 template <class Op>
 constexpr auto reduction_attributes() {
@@ -63,14 +71,14 @@ template <>
 inline constexpr auto op_attributes<ops::matmul> =
     std::tuple{attribute<"transpose_a", &ops::matmul::transpose_a>{}, attribute<"transpose_b", &ops::matmul::transpose_b>{}};
 template <>
-inline constexpr auto op_attributes<ops::conv2d> = std::tuple{
-    attribute<"stride_h", &ops::conv2d::stride_h>{}, attribute<"stride_w", &ops::conv2d::stride_w>{},
-    attribute<"padding", &ops::conv2d::pad>{}, attribute<"dilation_h", &ops::conv2d::dilation_h>{},
-    attribute<"dilation_w", &ops::conv2d::dilation_w>{}};
+inline constexpr auto op_attributes<ops::conv2d> =
+    std::tuple_cat(std::tuple{attribute<"stride_h", &ops::conv2d::stride_h>{}, attribute<"stride_w", &ops::conv2d::stride_w>{}},
+                   detail::window_attributes<ops::conv2d>());
 template <>
 inline constexpr auto op_attributes<ops::max_pool2d> = detail::pool_attributes<ops::max_pool2d>();
 template <>
-inline constexpr auto op_attributes<ops::avg_pool2d> = detail::pool_attributes<ops::avg_pool2d>();
+inline constexpr auto op_attributes<ops::avg_pool2d> = std::tuple_cat(
+    detail::pool_attributes<ops::avg_pool2d>(), std::tuple{attribute<"count_include_pad", &ops::avg_pool2d::count_include_pad>{}});
 template <>
 inline constexpr auto op_attributes<ops::softmax> = std::tuple{attribute<"axis", &ops::softmax::axis>{}};
 template <>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// 2-D pooling of NHWC images (TensorFlow's MaxPool and AvgPool): each output is the max or the
-// mean of one window of one channel.
+// 2-D pooling of NHWC or NCHW images (TensorFlow's MaxPool and AvgPool, ONNX's MaxPool and
+// AveragePool): each output is the max or the mean of one window of one channel.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -17,35 +17,33 @@ namespace typeflow::ops {
 
 namespace detail {
 
-// [n, h, w, c] -> [n, oh, ow, c] for a window_h x window_w window (padding.hpp gives oh, ow).
-constexpr result<shape> pool2d_shape(std::string_view op, const shape& x, std::int64_t window_h,
-                                     std::int64_t window_w, std::int64_t stride_h, std::int64_t stride_w,
-                                     padding pad) {
-  if (auto st = require_rank(op, "input (NHWC images)", x, 4); !st.ok()) return st;
-  if (window_h < 1 || window_w < 1)
-    return errors::invalid_argument(op, ": windows must be >= 1, got window_h ", window_h, " and window_w ",
-                                    window_w);
-  if (stride_h < 1 || stride_w < 1)
-    return errors::invalid_argument(op, ": strides must be >= 1, got stride_h ", stride_h, " and stride_w ",
-                                    stride_w);
-  if (window_h > max_window_attr || window_w > max_window_attr || stride_h > max_window_attr || stride_w > max_window_attr)
-    return errors::invalid_argument(op, ": windows and strides must be at most ", max_window_attr, ", got window ",
-                                    window_h, " x ", window_w, " and strides ", stride_h, " x ", stride_w);
-  if (pad != padding::same && pad != padding::valid)
-    return errors::invalid_argument(op, ": invalid padding code ", static_cast<int>(pad));
-  // With valid padding a window that does not fit leaves no output; an empty image stays empty.
-  if (pad == padding::valid &&
-      ((x[1] != dyn && x[1] > 0 && window_h > x[1]) || (x[2] != dyn && x[2] > 0 && window_w > x[2])))
-    return errors::invalid_argument(op, ": with valid padding the ", window_h, " x ", window_w,
-                                    " window is larger than the input's ", x[1], " x ", x[2],
-                                    " image, so the output would be empty (input shape ", x, ")");
-  return shape{x[0], windowed_output_size(x[1], window_h, stride_h, 1, pad),
-               windowed_output_size(x[2], window_w, stride_w, 1, pad), x[3]};
+// [n, h, w, c] -> [n, oh, ow, c] (or NCHW) for op's window (padding.hpp gives oh, ow). Explicit
+// pads are smaller than the dilated window, so that no window lies wholly in the padding.
+template <class Op>
+constexpr result<shape> pool2d_shape(const Op& op, const shape& x) {
+  const std::string_view images = op.format == data_format::nchw ? "input (NCHW images)" : "input (NHWC images)";
+  if (auto st = require_rank(Op::name, images, x, 4); !st.ok()) return st;
+  if (op.window_h < 1 || op.window_w < 1)
+    return errors::invalid_argument(Op::name, ": windows must be >= 1, got window_h ", op.window_h, " and window_w ",
+                                    op.window_w);
+  if (op.window_h > max_window_attr || op.window_w > max_window_attr)
+    return errors::invalid_argument(Op::name, ": windows must be at most ", max_window_attr, ", got window ",
+                                    op.window_h, " x ", op.window_w);
+  const window2d w = window_of(op, op.window_h, op.window_w);
+  if (auto st = check_window(Op::name, w); !st.ok()) return st;
+  const std::int64_t eh = effective_window(w.h.size, w.h.dilation), ew = effective_window(w.w.size, w.w.dilation);
+  if (w.h.before >= eh || w.h.after >= eh || w.w.before >= ew || w.w.after >= ew)
+    return errors::invalid_argument(Op::name, ": explicit pads must be smaller than the window (", eh, " x ", ew,
+                                    " after dilation), got pad_top ", w.h.before, ", pad_bottom ", w.h.after,
+                                    ", pad_left ", w.w.before, " and pad_right ", w.w.after,
+                                    ": a window would lie wholly in the padding");
+  return windowed_shape(Op::name, "window", x, w, x[axes_of(op.format).c]);
 }
 
 } // namespace detail
 
-// The maximum of each window; padded positions are ignored (never the maximum).
+// The maximum of each window's taps inside the image; padded positions are ignored (never the
+// maximum). TensorFlow's MaxPool; ONNX's MaxPool with dilations, explicit pads and ceil_mode.
 struct max_pool2d {
   static constexpr std::string_view name = "max_pool2d";
   static constexpr int num_inputs = 1;
@@ -54,18 +52,26 @@ struct max_pool2d {
   std::int64_t stride_h = 2;
   std::int64_t stride_w = 2;
   padding pad = padding::valid;
+  std::int64_t dilation_h = 1;
+  std::int64_t dilation_w = 1;
+  std::int64_t pad_top = 0;
+  std::int64_t pad_bottom = 0;
+  std::int64_t pad_left = 0;
+  std::int64_t pad_right = 0;
+  data_format format = data_format::nhwc;
+  bool ceil_mode = false;
 
   constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
     return detail::same_dtype(name, in, detail::accepts::numbers);
   }
-  constexpr result<shape> infer_shape(std::span<const shape> in) const {
-    return detail::pool2d_shape(name, in[0], window_h, window_w, stride_h, stride_w, pad);
-  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const { return detail::pool2d_shape(*this, in[0]); }
   friend constexpr bool operator==(const max_pool2d&, const max_pool2d&) = default;
 };
 
-// The mean of each window over the positions inside the image: with same padding, border
-// windows divide by how many of their positions are real, as TensorFlow does.
+// The mean of each window. By default over the taps inside the image: with same padding, border
+// windows divide by how many of their positions are real, as TensorFlow does. count_include_pad
+// (explicit padding) divides by the taps inside the image with its padding, as ONNX's and
+// PyTorch's AveragePool; taps that only ceil_mode adds are never counted.
 struct avg_pool2d {
   static constexpr std::string_view name = "avg_pool2d";
   static constexpr int num_inputs = 1;
@@ -74,13 +80,20 @@ struct avg_pool2d {
   std::int64_t stride_h = 2;
   std::int64_t stride_w = 2;
   padding pad = padding::valid;
+  std::int64_t dilation_h = 1;
+  std::int64_t dilation_w = 1;
+  std::int64_t pad_top = 0;
+  std::int64_t pad_bottom = 0;
+  std::int64_t pad_left = 0;
+  std::int64_t pad_right = 0;
+  data_format format = data_format::nhwc;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
 
   constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
     return detail::same_dtype(name, in, detail::accepts::floating);
   }
-  constexpr result<shape> infer_shape(std::span<const shape> in) const {
-    return detail::pool2d_shape(name, in[0], window_h, window_w, stride_h, stride_w, pad);
-  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const { return detail::pool2d_shape(*this, in[0]); }
   friend constexpr bool operator==(const avg_pool2d&, const avg_pool2d&) = default;
 };
 

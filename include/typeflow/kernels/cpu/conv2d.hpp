@@ -2,6 +2,8 @@
 // CPU kernel for conv2d: im2col + GEMM. A 1x1 stride-1 convolution is one GEMM over the image as
 // it lies; otherwise the patch rows of a chunk of output pixels are gathered into a scratch
 // matrix and multiplied by the filter, chunk by chunk, the chunks split over the policy's threads.
+// NCHW images take the transposed product per image (compute_nchw), so neither layout is
+// transposed around the convolution.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -44,6 +46,7 @@ struct im2col_conv2d_kernel {
       return ok_status();
     }
     const T* in = x.unchecked_data<const T>();
+    if (op.format == ops::data_format::nchw) return compute_nchw(g, in, f.unchecked_data<const T>(), out, ctx);
     const std::int64_t k = g.patch_size();
     // Cycles per output row, counting a multiply-add as one.
     const double row_cost = static_cast<double>(k) * static_cast<double>(g.c_out);
@@ -82,14 +85,62 @@ struct im2col_conv2d_kernel {
   }
 
  private:
-  // c[rows, n] = a[rows, k] x b[k, n] on the calling thread: Eigen's contraction (the same GEMM
-  // kernel as its matrix product) with its packing blocks from the thread's scratch cache.
-  static void gemm(const T* a, std::int64_t rows, std::int64_t k, const T* b, std::int64_t n, T* c) {
+  // NCHW: per image, y[b] [c_out, oh*ow] = filter^T [c_out, k] x cols [k, oh*ow], the columns in
+  // chunks of output pixels (im2col_nchw) split over the policy's threads. A pointwise
+  // convolution multiplies the image as it lies. A chunk that is not a whole image is multiplied
+  // into scratch and copied into its place, row by row.
+  static status compute_nchw(const detail::conv_geometry& g, const T* in, const T* filter, T* out,
+                             kernel_context<Device>& ctx) {
+    const std::int64_t k = g.patch_size();
+    const std::int64_t pixels = g.oh * g.ow;
+    const double pixel_cost = static_cast<double>(k) * static_cast<double>(g.c_out);
+    if (g.is_pointwise()) {
+      ctx.device.parallel_for(g.n, pixel_cost * static_cast<double>(pixels), [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t b = first; b < last; ++b)
+          gemm<true>(filter, g.c_out, k, in + b * k * pixels, pixels, out + b * g.c_out * pixels);
+      });
+      return ok_status();
+    }
+    // Chunks of at most chunk_bytes of columns, at least as many in all as threads.
+    const std::int64_t threads = std::max(1, ctx.device.num_threads());
+    const std::int64_t bytes_per_pixel = k * static_cast<std::int64_t>(sizeof(T));
+    std::int64_t per_image = (pixels * bytes_per_pixel + chunk_bytes - 1) / chunk_bytes;
+    per_image = std::clamp<std::int64_t>(std::max(per_image, (threads + g.n - 1) / g.n), 1, pixels);
+    const std::int64_t chunk_pixels = (pixels + per_image - 1) / per_image;
+    per_image = (pixels + chunk_pixels - 1) / chunk_pixels;
+    const bool whole = per_image == 1;
+    ctx.device.parallel_for(g.n * per_image, pixel_cost * static_cast<double>(chunk_pixels),
+                            [&](std::int64_t first, std::int64_t last) {
+      scratch_buffer<T> cols(static_cast<std::size_t>(chunk_pixels * k));
+      scratch_buffer<T> result(whole ? 0 : static_cast<std::size_t>(chunk_pixels * g.c_out));
+      for (std::int64_t task = first; task < last; ++task) {
+        const std::int64_t b = task / per_image;
+        const std::int64_t p0 = task % per_image * chunk_pixels, p1 = std::min(pixels, p0 + chunk_pixels);
+        const std::int64_t count = p1 - p0;
+        detail::im2col_nchw(g, in, b, p0, p1, cols.data());
+        T* image = out + b * g.c_out * pixels;
+        if (whole) {
+          gemm<true>(filter, g.c_out, k, cols.data(), count, image);
+          continue;
+        }
+        gemm<true>(filter, g.c_out, k, cols.data(), count, result.data());
+        for (std::int64_t o = 0; o < g.c_out; ++o) std::copy_n(result.data() + o * count, count, image + o * pixels + p0);
+      }
+    });
+    return ok_status();
+  }
+
+  // c[m, n] = a[m, k] x b[k, n] (Transposed: a[k, m]^T x b[k, n]) on the calling thread: Eigen's
+  // contraction (the same GEMM kernel as its matrix product) with its packing blocks from the
+  // thread's scratch cache.
+  template <bool Transposed = false>
+  static void gemm(const T* a, std::int64_t m, std::int64_t k, const T* b, std::int64_t n, T* c) {
     using const_map = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
     using map = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
-    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
-    map out(c, rows, n);
-    eigen_assign(eigen_scratch_device{}, out, const_map(a, rows, k).contract(const_map(b, k, n), dims));
+    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(Transposed ? 0 : 1, 0)};
+    map out(c, m, n);
+    eigen_assign(eigen_scratch_device{}, out,
+                 const_map(a, Transposed ? k : m, Transposed ? m : k).contract(const_map(b, k, n), dims));
   }
 };
 

@@ -347,12 +347,33 @@ inline result<window> read_window(node_context& c, const shape& x, std::optional
   return w;
 }
 
-// Pads NHWC x by the window's explicit pads with `fill` (a no-op without pads).
-inline result<value> pad_nhwc(node_context& c, const value& x, const window& w, double fill) {
-  if (!w.padded()) return x;
-  return c.apply(ops::pad{int_list{0, 0, w.top, w.bottom, w.left, w.right, 0, 0}, fill}, {x}, "pad");
+// The padding of the window's op: same when typeflow's gives the window's pads (or SAME_UPPER
+// with an image size unknown at import), else explicit, or valid without pads. `ceil` (ceil_mode)
+// keeps explicit pads explicit: same ignores ceil_mode.
+inline ops::padding padding_of(const window& w, bool ceil = false) {
+  if (w.same && !(ceil && w.padded())) return ops::padding::same;
+  return w.padded() ? ops::padding::explicit_ : ops::padding::valid;
 }
 
+// The window's attributes written into a conv2d or pool op, on NCHW images as ONNX's.
+template <class Op>
+void set_window(Op& op, const window& w, ops::padding pad) {
+  op.stride_h = w.sh;
+  op.stride_w = w.sw;
+  op.dilation_h = w.dh;
+  op.dilation_w = w.dw;
+  op.pad = pad;
+  if (pad == ops::padding::explicit_) {
+    op.pad_top = w.top;
+    op.pad_bottom = w.bottom;
+    op.pad_left = w.left;
+    op.pad_right = w.right;
+  }
+  op.format = ops::data_format::nchw;
+}
+
+// Conv: conv2d on the NCHW image as it lies, the OIHW weight transposed to HWIO (once, at
+// import, when it is a constant); the bias [C] added as [C, 1, 1].
 inline status conv(node_context& c) {
   const value& x = c.input(0);
   const value& wv = c.input(1);
@@ -362,53 +383,40 @@ inline status conv(node_context& c) {
   TYPEFLOW_ONNX_TRY(w, read_window(c, x.spec.dims, wv.spec.dims));
   if (w.kh != wv.spec.dims[2] || w.kw != wv.spec.dims[3])
     return errors::invalid_argument("kernel_shape [", w.kh, ", ", w.kw, "] differs from the weight's ", wv.spec.dims);
-  TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
   TYPEFLOW_ONNX_TRY(filter, transposed(c, wv, {2, 3, 1, 0}, "hwio"));
-  ops::conv2d op{w.sh, w.sw, ops::padding::valid, w.dh, w.dw};
-  if (w.same) op.pad = ops::padding::same;
-  else { TYPEFLOW_ONNX_TRY(padded, pad_nhwc(c, xh, w, 0.0)); xh = std::move(padded); }
-  TYPEFLOW_ONNX_TRY(y, c.apply(op, {xh, filter}, "conv"));
-  if (c.has_input(2)) {
-    TYPEFLOW_ONNX_TRY(biased, c.apply(ops::bias_add{}, {y, c.input(2)}, "bias"));
-    y = std::move(biased);
-  }
-  return c.set(transposed(c, y, {0, 3, 1, 2}, ""));
+  ops::conv2d op{};
+  set_window(op, w, padding_of(w));
+  if (!c.has_input(2)) return c.set(c.apply(op, {x, filter}));
+  TYPEFLOW_ONNX_TRY(y, c.apply(op, {x, filter}, "conv"));
+  const value& bias = c.input(2);
+  if (bias.spec.dims.rank() != 1)
+    return errors::invalid_argument("the bias must be a vector of one value per output channel, got ", bias.spec.dims);
+  TYPEFLOW_ONNX_TRY(b, reshaped(c, bias, shape{bias.spec.dims[0], 1, 1}, "bias_chw"));
+  return c.set(c.apply(ops::add{}, {y, b}));
 }
 
+// MaxPool and AveragePool: the pools on the NCHW image as it lies, with ONNX's explicit pads,
+// dilations, ceil_mode and count_include_pad.
 template <bool Max>
 status pool(node_context& c) {
   const value& x = c.input(0);
   if (c.num_outputs() > 1) return errors::unimplemented("the Indices output of MaxPool");
   TYPEFLOW_ONNX_TRY(w, read_window(c, x.spec.dims, std::nullopt));
   TYPEFLOW_ONNX_TRY(ceil_mode, c.attr_int("ceil_mode", 0));
-  if (w.dh != 1 || w.dw != 1) return errors::unimplemented("dilations in pooling");
   TYPEFLOW_ONNX_TRY(storage_order, c.attr_int("storage_order", 0));
   if (storage_order != 0) return errors::unimplemented("storage_order 1");
-  if (ceil_mode != 0) {
-    // The same as floor when every window fits exactly.
-    const shape& d = x.spec.dims;
-    const bool exact = d[2] != dyn && d[3] != dyn && (d[2] + w.top + w.bottom - w.kh) % w.sh == 0 &&
-                       (d[3] + w.left + w.right - w.kw) % w.sw == 0;
-    if (!exact) return errors::unimplemented("ceil_mode 1 where it changes the output size");
-  }
-  TYPEFLOW_ONNX_TRY(count_include_pad, c.attr_int("count_include_pad", 0));
-  // typeflow's `same` averages over the pixels inside the image only: count_include_pad 0.
-  const bool same = w.same && (Max || !count_include_pad);
-  if (!same && w.padded() && !Max && !count_include_pad)
-    return errors::unimplemented("explicit pads with count_include_pad 0 (typeflow averages over padding only as "
-                                 "TensorFlow's SAME does)");
-  if (!same && w.padded() && Max && !is_floating(x.spec.type))
-    return errors::unimplemented("explicit pads in MaxPool of integers");
-  if (w.same && !same && !w.padded())  // SAME_UPPER whose pads are unknown at import
-    return errors::unimplemented("auto_pad SAME_UPPER with count_include_pad 1 and an image size unknown at import");
-  TYPEFLOW_ONNX_TRY(xh, transposed(c, x, {0, 2, 3, 1}, "nhwc"));
-  if (!same) {
-    TYPEFLOW_ONNX_TRY(p, pad_nhwc(c, xh, w, Max ? -std::numeric_limits<double>::infinity() : 0.0));
-    xh = std::move(p);
-  }
   using Op = std::conditional_t<Max, ops::max_pool2d, ops::avg_pool2d>;
-  TYPEFLOW_ONNX_TRY(y, c.apply(Op{w.kh, w.kw, w.sh, w.sw, same ? ops::padding::same : ops::padding::valid}, {xh}, "pool"));
-  return c.set(transposed(c, y, {0, 3, 1, 2}, ""));
+  Op op{};
+  op.window_h = w.kh;
+  op.window_w = w.kw;
+  const ops::padding pad = padding_of(w, ceil_mode != 0);
+  set_window(op, w, pad);
+  op.ceil_mode = ceil_mode != 0 && pad != ops::padding::same;
+  if constexpr (!Max) {
+    TYPEFLOW_ONNX_TRY(count_include_pad, c.attr_int("count_include_pad", 0));
+    op.count_include_pad = count_include_pad != 0;
+  }
+  return c.set(c.apply(op, {x}));
 }
 
 template <class Reduce>

@@ -13,7 +13,8 @@
 
 namespace typeflow::cpu_kernels::detail {
 
-// Sizes of input [n, h, w, c_in], filter [kh, kw, c_in, c_out] and output [n, oh, ow, c_out].
+// Sizes of input [n, h, w, c_in], filter [kh, kw, c_in, c_out] and output [n, oh, ow, c_out]
+// (the images NCHW, [n, c_in, h, w] and [n, c_out, oh, ow], in that format).
 struct conv_geometry {
   std::int64_t n, h, w, c_in;
   std::int64_t kh, kw, c_out;
@@ -22,30 +23,36 @@ struct conv_geometry {
   std::int64_t pad_top, pad_left;
 
   static conv_geometry of(const ops::conv2d& op, const tensor& x, const tensor& filter, const tensor& y) {
+    const ops::image_axes ax = ops::axes_of(op.format);
     conv_geometry g{};
     g.n = x.dim(0);
-    g.h = x.dim(1);
-    g.w = x.dim(2);
-    g.c_in = x.dim(3);
+    g.h = x.dim(ax.h);
+    g.w = x.dim(ax.w);
+    g.c_in = x.dim(ax.c);
     g.kh = filter.dim(0);
     g.kw = filter.dim(1);
     g.c_out = filter.dim(3);
-    g.oh = y.dim(1);
-    g.ow = y.dim(2);
+    g.oh = y.dim(ax.h);
+    g.ow = y.dim(ax.w);
+    const ops::window2d win = ops::window_of(op, g.kh, g.kw);
     g.stride_h = op.stride_h;
     g.stride_w = op.stride_w;
     g.dilation_h = op.dilation_h;
     g.dilation_w = op.dilation_w;
-    g.pad_top = ops::padding_before(g.h, g.oh, g.kh, g.stride_h, g.dilation_h, op.pad);
-    g.pad_left = ops::padding_before(g.w, g.ow, g.kw, g.stride_w, g.dilation_w, op.pad);
+    g.pad_top = ops::padding_before(g.h, g.oh, win.h, op.pad);
+    g.pad_left = ops::padding_before(g.w, g.ow, win.w, op.pad);
     return g;
   }
 
   std::int64_t output_rows() const { return n * oh * ow; }
   // Length of one patch row: [kh, kw, c_in] flattened, the filter's row order.
   std::int64_t patch_size() const { return kh * kw * c_in; }
-  // The output pixel is the input pixel: the convolution is [n*h*w, c_in] x [c_in, c_out].
-  bool is_pointwise() const { return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1; }
+  // The output pixel is the input pixel: the convolution is [n*h*w, c_in] x [c_in, c_out]
+  // (NHWC; [c_out, c_in] x [c_in, h*w] per image in NCHW).
+  bool is_pointwise() const {
+    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 && pad_left == 0 && oh == h &&
+           ow == w;
+  }
 };
 
 // Writes the patch rows of output pixels [first, last) (flat over [n, oh, ow]) to
@@ -83,6 +90,52 @@ void im2col(const conv_geometry& g, const T* x, std::int64_t first, std::int64_t
     if (++ox == g.ow) {
       ox = 0;
       if (++oy == g.oh) { oy = 0; ++b; }
+    }
+  }
+}
+
+// The NCHW patch matrix of image b, transposed: for output pixels [first, last) of the image
+// (flat over [oh, ow]), writes cols[((di * kw + dj) * c_in + c) * (last - first) + (p - first)]
+// = x[b, c, oy * stride_h - pad_top + di * dilation_h, ox * stride_w - pad_left + dj * dilation_w],
+// zero in the padding. Its rows follow the filter's row order, so that the convolution of the
+// chunk is filter^T [c_out, k] x cols [k, last - first]. Each row reads one input plane along
+// output rows: a contiguous run per output row when stride_w is 1.
+template <class T>
+void im2col_nchw(const conv_geometry& g, const T* x, std::int64_t b, std::int64_t first, std::int64_t last, T* cols) {
+  const std::int64_t count = last - first;
+  for (std::int64_t di = 0; di < g.kh; ++di) {
+    for (std::int64_t dj = 0; dj < g.kw; ++dj) {
+      const std::int64_t dy = di * g.dilation_h - g.pad_top, dx = dj * g.dilation_w - g.pad_left;
+      // The output columns ox whose tap ix = ox * stride_w + dx lies in [0, w): [ox0, ox1).
+      const std::int64_t ox0 = std::clamp<std::int64_t>(dx >= 0 ? 0 : (-dx + g.stride_w - 1) / g.stride_w, 0, g.ow);
+      const std::int64_t ox1 = std::clamp<std::int64_t>(g.w - dx <= 0 ? 0 : (g.w - dx + g.stride_w - 1) / g.stride_w, ox0, g.ow);
+      for (std::int64_t c = 0; c < g.c_in; ++c) {
+        T* dst = cols + ((di * g.kw + dj) * g.c_in + c) * count;
+        const T* plane = x + (b * g.c_in + c) * g.h * g.w;
+        std::int64_t p = first;
+        while (p < last) {
+          const std::int64_t oy = p / g.ow, ox = p % g.ow;
+          const std::int64_t run_end = std::min(last, p + (g.ow - ox));  // the rest of this output row
+          const std::int64_t iy = oy * g.stride_h + dy;
+          T* out = dst + (p - first);
+          const std::int64_t n = run_end - p;
+          if (iy < 0 || iy >= g.h) {
+            std::fill_n(out, n, T(0));
+          } else {
+            const T* row = plane + iy * g.w;
+            // Columns ox .. ox + n - 1: zeros, then taps inside the image, then zeros.
+            const std::int64_t in0 = std::clamp(ox0, ox, ox + n), in1 = std::clamp(ox1, in0, ox + n);
+            std::fill_n(out, in0 - ox, T(0));
+            if (g.stride_w == 1) {
+              std::copy_n(row + in0 + dx, in1 - in0, out + (in0 - ox));
+            } else {
+              for (std::int64_t j = in0; j < in1; ++j) out[j - ox] = row[j * g.stride_w + dx];
+            }
+            std::fill_n(out + (in1 - ox), ox + n - in1, T(0));
+          }
+          p = run_end;
+        }
+      }
     }
   }
 }
