@@ -54,6 +54,7 @@
 #include <typeflow/ops/padding.hpp>
 #include <typeflow/ops/pool.hpp>
 #include <typeflow/ops/reduction.hpp>
+#include <typeflow/ops/resize.hpp>
 #include <typeflow/ops/static_infer.hpp>
 #include <typeflow/ops/unary.hpp>
 #include <typeflow/registry/default_registry.hpp>

@@ -203,6 +203,40 @@ TEST_CASE("a convolution runs on the NCHW image as it lies, padded as same or ex
   }
 }
 
+void set_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+TEST_CASE("an imported Resize is one resize in NCHW, by scales or by sizes", "[onnx]") {
+  // ONNX's upsample_scales_linear: [[1, 2], [3, 4]] to 4x4, bilinear with half-pixel centres.
+  const std::vector<float> want = {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4};
+  for (const bool by_sizes : {false, true}) {
+    model_builder b;
+    b.input("x", {1, 1, 2, 2});
+    if (by_sizes) b.ints("sizes", {1, 1, 4, 4});
+    else b.floats("scales", {4}, {1, 1, 2, 2});
+    set_string(b.node("Resize", by_sizes ? std::vector<std::string>{"x", "", "", "sizes"} : std::vector<std::string>{"x", "", "scales"},
+                      {"y"}),
+               "mode", "linear");
+    b.output("y", {1, 1, 4, 4});
+    auto m = b.import();
+    REQUIRE(m.ok());
+    REQUIRE(m->graph.nodes.size() == 2);  // the placeholder and the resize
+    const auto& n = m->graph.nodes[1];
+    REQUIRE(n.op == "resize");
+    REQUIRE(n.attrs.find("data_format")->to_string() == "\"NCHW\"");
+    REQUIRE(n.attrs.find("method")->to_string() == "\"bilinear\"");
+    REQUIRE(n.attrs.find(by_sizes ? "height" : "scale_h")->to_string() == (by_sizes ? "4" : "2.0"));
+    auto y = run(*m, {{"x", *tf::tensor::from_values<float>(std::vector<float>{1, 2, 3, 4}, tf::shape{1, 1, 2, 2})}});
+    REQUIRE(y.ok());
+    REQUIRE((*y)[0].shape() == tf::shape{1, 1, 4, 4});
+    for (int i = 0; i < 16; ++i) REQUIRE(static_cast<const float*>((*y)[0].data())[i] == Approx(want[i]).margin(1e-6));
+  }
+}
+
 TEST_CASE("malformed files and models are invalid_argument with the reason", "[onnx][errors]") {
   require_error(tf::parse_onnx("\x0a\xff\xff\xff\xff\x0f garbage").status(), tf::status_code::invalid_argument,
                 "not a serialized ONNX model");
@@ -295,6 +329,58 @@ TEST_CASE("what cannot be mapped is unimplemented, naming the node, its op and w
     b.output("y", {3, 4});
     require_error(b.import().status(), tf::status_code::unimplemented,
                   "input 1 (shape, 'shape') must be known when the model is imported");
+  }
+  // Resize: what typeflow's resize cannot do.
+  const auto resize_error = [](const std::string& mode, const std::string& transform, std::vector<float> scales,
+                               std::int64_t exclude_outside = 0) {
+    model_builder b;
+    b.input("x", {1, 2, 4, 4});
+    b.floats("scales", {static_cast<std::int64_t>(scales.size())}, scales);
+    auto& n = b.node("Resize", {"x", "", "scales"}, {"y"}, "up");
+    set_string(n, "mode", mode);
+    set_string(n, "coordinate_transformation_mode", transform);
+    if (exclude_outside != 0) set_int(n, "exclude_outside", exclude_outside);
+    b.output("y", {1, 2, 8, 8});
+    return b.import().status();
+  };
+  require_error(resize_error("cubic", "half_pixel", {1, 1, 2, 2}), tf::status_code::unimplemented,
+                "ONNX node 'up' (Resize): mode 'cubic' (typeflow resizes by nearest and linear)");
+  require_error(resize_error("linear", "tf_crop_and_resize", {1, 1, 2, 2}), tf::status_code::unimplemented,
+                "coordinate_transformation_mode 'tf_crop_and_resize' (half_pixel, pytorch_half_pixel, align_corners and "
+                "asymmetric are mapped)");
+  require_error(resize_error("nearest", "tf_half_pixel_for_nn", {1, 1, 2, 2}), tf::status_code::unimplemented,
+                "coordinate_transformation_mode 'tf_half_pixel_for_nn'");
+  require_error(resize_error("linear", "half_pixel", {1, 2, 2, 2}), tf::status_code::unimplemented,
+                "scales [1, 2, 2, 2] resize the batch or the channels (typeflow resizes height and width)");
+  require_error(resize_error("linear", "half_pixel", {1, 1, 2, 2}, 1), tf::status_code::unimplemented, "exclude_outside 1");
+  require_error(resize_error("linear", "half_pixel", {}), tf::status_code::invalid_argument,
+                "neither scales nor sizes is given; Resize takes one of them");
+  {
+    model_builder b;
+    b.input("x", {-1, 3, 4, 4});
+    b.ints("sizes", {1, 3, 8, 8});
+    b.node("Resize", {"x", "", "", "sizes"}, {"y"});
+    b.output("y", {-1, 3, 8, 8});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "sizes with the input's batch or channels unknown at import (input shape [?, 3, 4, 4])");
+  }
+  {
+    model_builder b;
+    b.input("x", {1, 3, 4, 4});
+    b.input("scales", {4});
+    b.node("Resize", {"x", "", "scales"}, {"y"});
+    b.output("y", {1, 3, 8, 8});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "input 2 (scales, 'scales') must be known when the model is imported");
+  }
+  {
+    model_builder b;
+    b.input("x", {1, 3, 4});
+    b.floats("scales", {3}, {1, 1, 2});
+    b.node("Resize", {"x", "", "scales"}, {"y"});
+    b.output("y", {1, 3, 8});
+    require_error(b.import().status(), tf::status_code::unimplemented,
+                  "a rank-3 input (typeflow resizes the height and width of NCHW images, rank 4)");
   }
 }
 

@@ -173,30 +173,67 @@ void check_concat(Device& device, const std::vector<concat_case>& cases = concat
 
 // --- slice -------------------------------------------------------------------------------
 
-struct slice_case { tf::shape x; tf::int_list begin, size; };
+struct slice_case {
+  tf::shape x;
+  tf::int_list begin, size, strides = {};
+  bool clamp = false;
+};
+// Unit strides (whole dimensions merged, a contiguous copy, rank 0, 5 and 6); strides of 2 and 3,
+// reversals, negative strides that stop before 0, a stride larger than the dimension; clamped
+// bounds: begins from the end, past either end, sizes past the end.
 const std::vector<slice_case> slice_cases = {
       {{5, 6, 7}, {1, 0, 2}, {3, -1, 4}},  {{5, 6, 7}, {0, 0, 0}, {-1, -1, -1}}, {{5, 6, 7}, {2, 1, 0}, {0, 3, 7}},
       {{5, 6, 7}, {5, 0, 0}, {-1, -1, -1}}, {{5, 6, 7}, {1, 0, 0}, {2, -1, -1}}, {{5, 6, 7}, {4, 5, 6}, {1, 1, 1}},
       {{9}, {3}, {4}},                     {{9}, {9}, {-1}},                     {{}, {}, {}},
       {{2, 3, 2, 3, 2}, {1, 1, 0, 2, 1}, {1, 2, -1, 1, 1}}, {{2, 3, 4, 3, 2, 3}, {1, 0, 1, 0, 1, 0}, {1, 2, 2, 2, 1, 2}},
-      {{64, 50, 20}, {3, 5, 1}, {50, 40, -1}}};
+      {{64, 50, 20}, {3, 5, 1}, {50, 40, -1}},
+      {{5, 6, 7}, {4, 0, 6}, {-1, 3, -1}, {-1, 2, -2}},   {{9}, {8}, {-1}, {-3}},  {{9}, {0}, {-1}, {4}},
+      {{9}, {2}, {1}, {20}},                              {{9}, {9}, {-1}, {2}},   {{5, 6}, {4, 5}, {0, 2}, {-1, -1}},
+      {{2, 3, 4, 3, 2, 3}, {1, 2, 0, 0, 1, 2}, {-1, 2, 2, 3, 1, -1}, {-1, -2, 3, 1, 1, -1}},
+      {{64, 50, 20}, {63, 0, 1}, {-1, -1, -1}, {-2, 3, 1}},
+      {{5, 6}, {-2, 10}, {-1, 3}, {1, 1}, true},          {{5, 6}, {-100, 7}, {3, -1}, {1, -1}, true},
+      {{5, 6}, {-1, -8}, {10, 2}, {-2, -1}, true},        {{5, 6}, {2, -3}, {100, -1}, {}, true},
+      {{0, 4}, {3, -1}, {-1, 2}, {-1, 1}, true},          {{5, 6}, {1, 2}, {2, 3}, {2, 1}, true}};
+
+// Axis i of case c as positions, found by walking: from begin (for clamp: counted from the end
+// when negative, then moved into the dimension as ONNX's Slice does) in steps of the stride while
+// inside the dimension and below size.
+index_vector slice_positions(const slice_case& c, std::size_t i) {
+  const std::int64_t d = c.x[i], s = c.strides.empty() ? 1 : c.strides[i];
+  std::int64_t p = c.begin[i];
+  if (c.clamp) {
+    if (p < 0) p += d;
+    if (s > 0) p = std::min(std::max<std::int64_t>(p, 0), d);
+    else p = std::min(std::max<std::int64_t>(p, 0), d - 1);
+  }
+  index_vector at;
+  for (; p >= 0 && p < d && (c.size[i] == -1 || static_cast<std::int64_t>(at.size()) < c.size[i]); p += s)
+    at.push_back(p);
+  return at;
+}
 
 template <class T, class Device>
 void check_slice(Device& device, const std::vector<slice_case>& cases = slice_cases) {
   std::uint64_t seed = 61;
   for (const auto& c : cases) {
-    INFO("slice " << c.x.to_string() << " begin " << c.begin.to_string() << " size " << c.size.to_string());
+    INFO("slice " << c.x.to_string() << " begin " << c.begin.to_string() << " size " << c.size.to_string()
+                  << " strides " << c.strides.to_string() << (c.clamp ? " clamp" : ""));
     const auto x = random_values<T>(c.x, seed++);
     const auto values = as_doubles<T>(x);
     tf::shape out;
-    for (std::size_t i = 0; i < c.x.rank(); ++i) out.push_back(c.size[i] == -1 ? c.x[i] - c.begin[i] : c.size[i]);
+    std::vector<index_vector> positions;
+    for (std::size_t i = 0; i < c.x.rank(); ++i) {
+      positions.push_back(slice_positions(c, i));
+      out.push_back(static_cast<std::int64_t>(positions.back().size()));
+    }
     std::vector<double> expected;
     for (std::int64_t f = 0; f < out.num_elements(); ++f) {
       auto i = unravel(f, out);
-      for (std::size_t k = 0; k < i.size(); ++k) i[k] += c.begin[k];
+      for (std::size_t k = 0; k < i.size(); ++k) i[k] = positions[k][static_cast<std::size_t>(i[k])];
       expected.push_back(values[static_cast<std::size_t>(ravel(i, c.x))]);
     }
-    check_op<T>(device, tf::ops::slice{.begin = c.begin, .size = c.size}, {x}, out, expected);
+    check_op<T>(device, tf::ops::slice{.begin = c.begin, .size = c.size, .strides = c.strides, .clamp = c.clamp}, {x},
+                out, expected);
   }
 }
 
@@ -423,7 +460,9 @@ TEMPLATE_LIST_TEST_CASE("array ops on tensors large enough to split over threads
   const std::vector<transpose_case> transposes = {{{128, 65, 33}, {2, 0, 1}}, {{40, 30, 20, 9}, {3, 1, 2, 0}}};
   const std::vector<concat_case> concats = {{{{200, 300}, {200, 7}, {200, 501}}, 1},
                                             {{{300, 1000}, {1, 1000}, {500, 1000}}, 0}};
-  const std::vector<slice_case> slices = {{{300, 70, 20}, {7, 3, 1}, {290, 60, 17}}, {{3000, 200}, {5, 0}, {2900, -1}}};
+  const std::vector<slice_case> slices = {{{300, 70, 20}, {7, 3, 1}, {290, 60, 17}},
+                                          {{3000, 200}, {5, 0}, {2900, -1}},
+                                          {{3000, 200}, {2999, 1}, {-1, 50}, {-2, 3}}};
   const std::vector<pad_case> pads = {{{200, 100, 9}, {1, 2, 0, 0, 3, 1}}, {{500, 501}, {0, 0, 7, 5}}};
   const std::vector<gather_case> gathers = {{{1000, 300}, 0, {900}}, {{30, 1000, 3}, 1, {2000}}};
   const std::vector<tf::shape> fills = {{1000, 513}};
@@ -490,6 +529,20 @@ TEST_CASE("array shape inference at compile time", "[array][static]") {
   STATIC_REQUIRE(!tf::infer(tf::ops::reshape{.to = {4, 2}}, f23).ok());
   STATIC_REQUIRE(!tf::infer(tf::ops::transpose{.perm = {0, 0}}, f23).ok());
   STATIC_REQUIRE(!tf::infer(tf::ops::slice{.begin = {0, 2}, .size = {1, 2}}, f23).ok());
+  // Strides count elements; clamp resolves against known dimensions and leaves unknown ones dyn.
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::slice{.begin = {4, 0, 1}, .size = {-1, -1, 2}, .strides = {-2, 3, 4}},
+                                    spec<float, tf::static_shape<5, 7, dyn>>> ==
+                 tf::tensor_spec{tf::dtype::f32, tf::shape{3, 3, 2}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::slice{.begin = {-2, 1}, .size = {9, 0}, .clamp = true},
+                                    spec<float, tf::static_shape<5, dyn>>> ==
+                 tf::tensor_spec{tf::dtype::f32, tf::shape{2, 0}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::slice{.begin = {1}, .size = {3}, .clamp = true}, spec<float, tf::static_shape<dyn>>> ==
+                 tf::tensor_spec{tf::dtype::f32, tf::shape{dyn}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::squeeze{.axes = {0, -1}}, spec<float, tf::static_shape<dyn, 4, 1>>> ==
+                 tf::tensor_spec{tf::dtype::f32, tf::shape{4}});
+  STATIC_REQUIRE(tf::static_infer_v<tf::ops::expand_dims{.axis = 1}, spec<bool, tf::static_shape<dyn, 4>>> ==
+                 tf::tensor_spec{tf::dtype::boolean, tf::shape{dyn, 1, 4}});
+  STATIC_REQUIRE(!tf::infer(tf::ops::squeeze{}, std::array{tf::tensor_spec{tf::dtype::f32, tf::shape{dyn, 1}}}).ok());
   STATIC_REQUIRE(!tf::infer(tf::ops::pad{.paddings = {0, 0, -1, 0}}, f23).ok());
   STATIC_REQUIRE(!tf::infer(tf::ops::pad{.paddings = {0, 0, 0, 0}, .value = 300},
                             std::array{tensor_spec{dtype::u8, tf::shape{2, 3}}}).ok());
@@ -578,6 +631,47 @@ TEST_CASE("slice reports bad begins and sizes", "[array][errors]") {
                 "slice: axis 1: begin 2 + size 5 exceeds dimension 6 of input shape [5, 6]");
   require_error(run({.begin = {0, 0}, .size = {-2, 1}}), tf::status_code::invalid_argument,
                 "slice: axis 0: size -2 is negative (only -1, meaning to the end, is allowed)");
+  require_error(run({.begin = {0, 0}, .size = {1, 1}, .strides = {1, 0}}), tf::status_code::invalid_argument,
+                "slice: axis 1: stride is 0");
+  require_error(run({.begin = {0, 0}, .size = {1, 1}, .strides = {1}}), tf::status_code::invalid_argument,
+                "slice: strides (1) must be empty or have one entry per input dimension; the input has shape [5, 6]");
+  require_error(run({.begin = {0, 0}, .size = {4, 1}, .strides = {2, 1}}), tf::status_code::invalid_argument,
+                "slice: axis 0: 4 elements from 0 in steps of 2 leave dimension 5 of input shape [5, 6] (3 fit)");
+  require_error(run({.begin = {5, 0}, .size = {1, 1}, .strides = {-1, 1}}), tf::status_code::invalid_argument,
+                "slice: axis 0: begin 5 is out of range [0, 4] for input shape [5, 6]");
+  require_error(run({.begin = {2, 0}, .size = {4, 1}, .strides = {-1, 1}}), tf::status_code::invalid_argument,
+                "slice: axis 0: 4 elements from 2 in steps of -1 leave dimension 5 of input shape [5, 6] (3 fit)");
+  // clamp moves bounds into the dimension instead, but a zero stride or bad size is still wrong.
+  REQUIRE(run({.begin = {-9, 4}, .size = {9, 9}, .clamp = true}).ok());
+  require_error(run({.begin = {0, 0}, .size = {1, 1}, .strides = {0, 1}, .clamp = true}),
+                tf::status_code::invalid_argument, "slice: axis 0: stride is 0");
+  require_error(run({.begin = {0, 0}, .size = {-3, 1}, .clamp = true}), tf::status_code::invalid_argument,
+                "slice: axis 0: size -3 is negative");
+}
+
+TEST_CASE("squeeze and expand_dims", "[array]") {
+  tf::cpu device;
+  const auto x = random_values<float>(tf::shape{1, 3, 1, 2}, 1);
+  const auto values = as_doubles<float>(x);
+  check_op<float>(device, tf::ops::squeeze{}, {x}, tf::shape{3, 2}, values);
+  check_op<float>(device, tf::ops::squeeze{.axes = {-2}}, {x}, tf::shape{1, 3, 2}, values);
+  check_op<float>(device, tf::ops::squeeze{.axes = {2, 0}}, {x}, tf::shape{3, 2}, values);
+  check_op<float>(device, tf::ops::expand_dims{}, {x}, tf::shape{1, 1, 3, 1, 2}, values);
+  check_op<float>(device, tf::ops::expand_dims{.axis = -1}, {x}, tf::shape{1, 3, 1, 2, 1}, values);
+  check_op<float>(device, tf::ops::expand_dims{.axis = 2}, {x}, tf::shape{1, 3, 1, 1, 2}, values);
+  const auto scalar = random_values<std::int32_t>(tf::shape{}, 2);
+  check_op<std::int32_t>(device, tf::ops::expand_dims{}, {scalar}, tf::shape{1}, as_doubles<std::int32_t>(scalar));
+  const auto code = tf::status_code::invalid_argument;
+  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {1}}, x), code,
+                "squeeze: axis 1 has size 3 in input shape [1, 3, 1, 2]; only dimensions of size 1 can be squeezed");
+  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {4}}, x), code,
+                "squeeze: axis 4 is out of range for input shape [1, 3, 1, 2]");
+  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {0, -4}}, x), code,
+                "squeeze: axis -4 is named twice in axes (0, -4)");
+  require_error(tf::call<float>(device, tf::ops::expand_dims{.axis = 5}, x), code,
+                "expand_dims: axis 5 is out of range [-5, 4] for input shape [1, 3, 1, 2]");
+  require_error(tf::call<float>(device, tf::ops::expand_dims{}, random_values<float>(tf::shape{1, 1, 1, 1, 1, 1, 1, 1}, 3)),
+                code, "expand_dims: input shape [1, 1, 1, 1, 1, 1, 1, 1] already has the largest rank, 8");
 }
 
 TEST_CASE("pad reports bad paddings and values", "[array][errors]") {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Array ops: ops that move elements without computing on them (reshape, identity, transpose,
-// concat, slice, pad, gather) and fill, which makes a tensor from its attributes alone.
+// Array ops: ops that move elements without computing on them (reshape, squeeze, expand_dims,
+// identity, transpose, concat, slice, pad, gather) and fill, which makes a tensor from its attributes alone.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -324,41 +324,169 @@ struct split {
   friend constexpr bool operator==(const split&, const split&) = default;
 };
 
-// y = x[begin[0] : begin[0] + size[0], ...]: one entry of `begin` and `size` per input
-// dimension; a size of -1 takes everything from begin to the end.
+// One axis of a slice, resolved against the input's size: output element j reads input element
+// begin + j * stride (count elements).
+struct slice_axis {
+  std::int64_t begin = 0, count = 0, stride = 1;
+};
+
+namespace detail {
+
+// Elements of a dimension of d that start at b and step by s (b in range, s != 0): as many as fit.
+constexpr std::int64_t elements_to_end(std::int64_t d, std::int64_t b, std::int64_t s) {
+  if (s > 0) return b >= d ? 0 : (d - b + s - 1) / s;
+  return b < 0 ? 0 : b / -s + 1;
+}
+
+} // namespace detail
+
+// y[j0, j1, ...] = x[begin[0] + j0 * strides[0], begin[1] + j1 * strides[1], ...], size[i] elements
+// along axis i: one entry of `begin` and `size` per input dimension, and of `strides` (nonzero;
+// empty: all 1). A size of -1 takes as many as fit, toward the end (or, with a negative stride,
+// toward the start).
+//   clamp false (the default; TensorFlow's Slice, with strides): begin lies in the dimension
+//     ([0, d], or [0, d - 1] with a negative stride and elements to take), and the elements taken
+//     do too; anything else is invalid_argument.
+//   clamp true (ONNX's Slice): a negative begin counts from the end; begin is then clamped into
+//     the dimension ([0, d] with a positive stride, [0, d - 1] with a negative one), and size to
+//     the elements that fit. A dimension unknown until run time makes the output's dyn.
 struct slice {
   static constexpr std::string_view name = "slice";
   static constexpr int num_inputs = 1;
   int_list begin{};
   int_list size{};
+  int_list strides{};
+  bool clamp = false;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+
+  // Axis i of input shape x resolved; a dyn dimension resolves only as far as it can (count dyn
+  // where it depends on d). The kernel resolves against the tensor's shape.
+  constexpr result<slice_axis> resolve(const shape& x, std::size_t i) const {
+    const std::int64_t d = x[i], n = size[i], s = strides.empty() ? 1 : strides[i];
+    std::int64_t b = begin[i];
+    if (s == 0) return errors::invalid_argument(name, ": axis ", i, ": stride is 0");
+    if (s < -max_num_elements || s > max_num_elements)
+      return errors::invalid_argument(name, ": axis ", i, ": stride ", s, " is out of range");
+    if (n < -1)
+      return errors::invalid_argument(name, ": axis ", i, ": size ", n,
+                                      " is negative (only -1, meaning to the end, is allowed)");
+    if (clamp) {
+      if (d == dyn) return slice_axis{b, n == 0 ? 0 : dyn, s};
+      if (b < 0) b += d;
+      if (s > 0) b = std::clamp<std::int64_t>(b, 0, d);
+      else b = d == 0 ? -1 : std::clamp<std::int64_t>(b, 0, d - 1);
+      const std::int64_t fit = detail::elements_to_end(d, b, s);
+      return slice_axis{b, n == -1 ? fit : std::min(n, fit), s};
+    }
+    if (b < 0)
+      return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is negative (input shape ", x, ")");
+    if (d == dyn) return slice_axis{b, n == -1 ? dyn : n, s};
+    if (b > d || (s < 0 && b == d && n != 0))
+      return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is out of range [0, ", s < 0 ? d - 1 : d,
+                                      "] for input shape ", x);
+    const std::int64_t fit = detail::elements_to_end(d, b, s);
+    if (n == -1) return slice_axis{b, fit, s};
+    if (n > fit) {
+      if (s == 1)
+        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " exceeds dimension ", d,
+                                        " of input shape ", x);
+      return errors::invalid_argument(name, ": axis ", i, ": ", n, " elements from ", b, " in steps of ", s,
+                                      " leave dimension ", d, " of input shape ", x, " (", fit, " fit)");
+    }
+    return slice_axis{b, n, s};
+  }
+
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    if (begin.size() != x.rank() || size.size() != x.rank())
+      return errors::invalid_argument(name, ": begin ", begin, " and size ", size,
+                                      " must have one entry per input dimension; the input has shape ", x);
+    if (!strides.empty() && strides.size() != x.rank())
+      return errors::invalid_argument(name, ": strides ", strides,
+                                      " must be empty or have one entry per input dimension; the input has shape ", x);
+    shape out;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+      auto a = resolve(x, i);
+      if (!a.ok()) return a.status();
+      out.push_back(a->count);
+    }
+    return out;
+  }
+  friend constexpr bool operator==(const slice&, const slice&) = default;
+};
+
+// x without the dimensions of size 1 that `axes` names (negative counts from the back; each at
+// most once); with no axes, without every dimension of size 1, which must then all be known.
+// TensorFlow's Squeeze; ONNX's Squeeze.
+struct squeeze {
+  static constexpr std::string_view name = "squeeze";
+  static constexpr int num_inputs = 1;
+  int_list axes{};
 
   constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
     return detail::same_dtype(name, in, detail::accepts::any);
   }
   constexpr result<shape> infer_shape(std::span<const shape> in) const {
     const shape& x = in[0];
-    if (begin.size() != x.rank() || size.size() != x.rank())
-      return errors::invalid_argument(name, ": begin ", begin, " and size ", size,
-                                      " must have one entry per input dimension; the input has shape ", x);
-    shape out;
-    for (std::size_t i = 0; i < x.rank(); ++i) {
-      const std::int64_t b = begin[i], n = size[i], d = x[i];
-      if (b < 0)
-        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is negative (input shape ", x, ")");
-      if (d != dyn && b > d)
-        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is out of range [0, ", d,
-                                        "] for input shape ", x);
-      if (n < -1)
-        return errors::invalid_argument(name, ": axis ", i, ": size ", n,
-                                        " is negative (only -1, meaning to the end, is allowed)");
-      if (std::int64_t end = 0; n != -1 && d != dyn && (!typeflow::detail::checked_add(b, n, end) || end > d))
-        return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " exceeds dimension ", d,
-                                        " of input shape ", x);
-      out.push_back(n != -1 ? n : d == dyn ? dyn : d - b);
+    const auto r = static_cast<std::int64_t>(x.rank());
+    std::array<bool, max_rank> drop{};
+    if (axes.empty()) {
+      for (std::size_t i = 0; i < x.rank(); ++i) {
+        if (x[i] == dyn)
+          return errors::invalid_argument(name, ": without axes every dimension must be known, to tell which are 1; "
+                                          "input shape ", x, " (name the axes)");
+        drop[i] = x[i] == 1;
+      }
     }
+    for (const std::int64_t a : axes) {
+      if (a < -r || a >= r)
+        return errors::invalid_argument(name, ": axis ", a, " is out of range for input shape ", x);
+      const auto i = static_cast<std::size_t>(a < 0 ? a + r : a);
+      if (drop[i]) return errors::invalid_argument(name, ": axis ", a, " is named twice in axes ", axes);
+      if (x[i] != 1 && x[i] != dyn)
+        return errors::invalid_argument(name, ": axis ", a, " has size ", x[i], " in input shape ", x,
+                                        "; only dimensions of size 1 can be squeezed");
+      drop[i] = true;
+    }
+    shape out;
+    for (std::size_t i = 0; i < x.rank(); ++i)
+      if (!drop[i]) out.push_back(x[i]);
     return out;
   }
-  friend constexpr bool operator==(const slice&, const slice&) = default;
+  friend constexpr bool operator==(const squeeze&, const squeeze&) = default;
+};
+
+// x with a dimension of size 1 inserted at `axis` of the result (in [-rank - 1, rank]; negative
+// counts from the back of the result). TensorFlow's ExpandDims; ONNX's Unsqueeze is one per axis.
+struct expand_dims {
+  static constexpr std::string_view name = "expand_dims";
+  static constexpr int num_inputs = 1;
+  std::int64_t axis = 0;
+
+  constexpr result<dtype> infer_dtype(std::span<const dtype> in) const {
+    return detail::same_dtype(name, in, detail::accepts::any);
+  }
+  constexpr result<shape> infer_shape(std::span<const shape> in) const {
+    const shape& x = in[0];
+    if (x.rank() >= max_rank)
+      return errors::invalid_argument(name, ": input shape ", x, " already has the largest rank, ", max_rank);
+    const auto r = static_cast<std::int64_t>(x.rank()) + 1;
+    if (axis < -r || axis >= r)
+      return errors::invalid_argument(name, ": axis ", axis, " is out of range [", -r, ", ", r - 1,
+                                      "] for input shape ", x);
+    const auto at = static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+    shape out;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+      if (i == at) out.push_back(1);
+      out.push_back(x[i]);
+    }
+    if (at == x.rank()) out.push_back(1);
+    return out;
+  }
+  friend constexpr bool operator==(const expand_dims&, const expand_dims&) = default;
 };
 
 // What pad puts in the border, along each axis (TensorFlow's Pad and MirrorPad, ONNX's Pad modes):

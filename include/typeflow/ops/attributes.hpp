@@ -33,6 +33,7 @@
 #include <typeflow/ops/padding.hpp>
 #include <typeflow/ops/pool.hpp>
 #include <typeflow/ops/reduction.hpp>
+#include <typeflow/ops/resize.hpp>
 #include <typeflow/ops/unary.hpp>
 
 namespace typeflow {
@@ -129,13 +130,24 @@ inline constexpr auto op_attributes<ops::top_k> =
     std::tuple{attribute<"k", &ops::top_k::k>{}, attribute<"sorted", &ops::top_k::sorted>{}};
 template <>
 inline constexpr auto op_attributes<ops::slice> =
-    std::tuple{attribute<"begin", &ops::slice::begin>{}, attribute<"size", &ops::slice::size>{}};
+    std::tuple{attribute<"begin", &ops::slice::begin>{}, attribute<"size", &ops::slice::size>{},
+               attribute<"strides", &ops::slice::strides>{}, attribute<"clamp", &ops::slice::clamp>{}};
+template <>
+inline constexpr auto op_attributes<ops::squeeze> = std::tuple{attribute<"axes", &ops::squeeze::axes>{}};
+template <>
+inline constexpr auto op_attributes<ops::expand_dims> = std::tuple{attribute<"axis", &ops::expand_dims::axis>{}};
 template <>
 inline constexpr auto op_attributes<ops::pad> =
     std::tuple{attribute<"paddings", &ops::pad::paddings>{}, attribute<"value", &ops::pad::value>{},
                attribute<"mode", &ops::pad::mode>{}};
 template <>
 inline constexpr auto op_attributes<ops::gather> = std::tuple{attribute<"axis", &ops::gather::axis>{}};
+template <>
+inline constexpr auto op_attributes<ops::resize> = std::tuple{
+    attribute<"height", &ops::resize::height>{}, attribute<"width", &ops::resize::width>{},
+    attribute<"scale_h", &ops::resize::scale_h>{}, attribute<"scale_w", &ops::resize::scale_w>{},
+    attribute<"method", &ops::resize::method>{}, attribute<"coordinates", &ops::resize::coordinates>{},
+    attribute<"nearest_mode", &ops::resize::rounding>{}, attribute<"data_format", &ops::resize::format>{}};
 template <>
 inline constexpr auto op_attributes<ops::fill> = std::tuple{
     attribute<"shape", &ops::fill::dims>{}, attribute<"value", &ops::fill::value>{}, attribute<"dtype", &ops::fill::type>{}};

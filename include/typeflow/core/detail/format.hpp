@@ -7,7 +7,9 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <vector>
 
@@ -55,13 +57,31 @@ constexpr void append(text& out, unsigned long long v) { append_int(out, static_
 constexpr void append(text& out, bool v) { out.append(v ? "true" : "false"); }
 constexpr void append(text& out, const text& t) { out.append(t.view()); }
 inline void append(text& out, const std::string& s) { out.append(s); }
-// Floating-point values only appear in run-time messages (std::to_chars is not constexpr here).
-inline void append(text& out, double v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(std::string_view(buf, ec == std::errc{} ? end : buf));
+// A double: at run time the shortest text that reads back (std::to_chars); in a constant
+// expression, where std::to_chars is not constexpr here, rounded to 6 decimals.
+constexpr void append(text& out, double v) {
+  if (!std::is_constant_evaluated()) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(std::string_view(buf, ec == std::errc{} ? end : buf));
+    return;
+  }
+  if (v != v) return out.append("nan");
+  if (v < 0) out.push_back('-');
+  const double m = v < 0 ? -v : v;
+  if (m > 9.0e18) return out.append(m > std::numeric_limits<double>::max() ? "inf" : "a number past 9e18");
+  auto whole = static_cast<std::int64_t>(m);
+  auto millionths = static_cast<std::int64_t>((m - static_cast<double>(whole)) * 1e6 + 0.5);
+  if (millionths == 1000000) ++whole, millionths = 0;
+  append_int(out, whole);
+  if (millionths == 0) return;
+  out.push_back('.');
+  for (std::int64_t d = 100000; millionths != 0; d /= 10) {
+    out.push_back(static_cast<char>('0' + millionths / d));
+    millionths %= d;
+  }
 }
-inline void append(text& out, float v) { append(out, static_cast<double>(v)); }
+constexpr void append(text& out, float v) { append(out, static_cast<double>(v)); }
 // Anything with `append_to(text&)` (shapes, specs) formats itself.
 template <class T>
   requires requires(const T& t, text& o) { t.append_to(o); }

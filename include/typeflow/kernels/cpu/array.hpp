@@ -115,7 +115,8 @@ void copy_bytes(Device& device, const void* from, void* to, std::int64_t bytes) 
 
 }  // namespace detail::movement
 
-// reshape and identity: the output holds the input's elements in the same order.
+// reshape, squeeze, expand_dims and identity: the output holds the input's elements in the same
+// order.
 template <class Op, class Device, class T>
 struct copy_kernel {
   using op_type = Op;
@@ -254,8 +255,10 @@ struct concat_kernel {
   }
 };
 
-// slice: Eigen's slice, after merging each dimension that is taken whole into the one before it.
-// A slice that collapses to one dimension is a single contiguous copy.
+// slice with unit strides: Eigen's slice, after merging each dimension that is taken whole into
+// the one before it; a slice that collapses to one dimension is a single contiguous copy. With
+// other strides (negative too): output rows (the last dimension) split over the policy's threads,
+// each row's start found from its index, its elements read `stride` apart.
 template <class Op, class Device, class T>
 struct slice_kernel {
   using op_type = Op;
@@ -269,10 +272,19 @@ struct slice_kernel {
     const tensor& x = ctx.inputs[0];
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
+    std::array<ops::slice_axis, max_rank> axes{};
+    bool unit = true;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+      auto a = op.resolve(x.shape(), i);
+      if (!a.ok()) return a.status();
+      axes[i] = *a;
+      unit = unit && (a->stride == 1 || a->count == 1);
+    }
+    if (!unit) return strided(axes, x, y, ctx);
     // c.a: begin, c.b: size, per collapsed dimension.
     mv::collapsed c;
     for (std::size_t i = 0; i < x.rank(); ++i) {
-      const std::int64_t d = x.dim(i), begin = op.begin[i], size = y.dim(i);
+      const std::int64_t d = x.dim(i), begin = axes[i].begin, size = y.dim(i);
       if (c.rank > 0 && begin == 0 && size == d) {
         const auto last = static_cast<std::size_t>(c.rank - 1);
         c.dims[last] *= d;
@@ -296,6 +308,38 @@ struct slice_kernel {
       const mv::const_map<S, R> in(x.unchecked_data<const S>(), v.template sizes<R>(v.dims));
       mv::map<S, R> out(y.unchecked_data<S>(), v.template sizes<R>(v.b));
       out.device(ctx.device.eigen()) = in.slice(v.template sizes<R>(v.a), v.template sizes<R>(v.b));
+    });
+    return ok_status();
+  }
+
+ private:
+  static status strided(const std::array<ops::slice_axis, max_rank>& axes, const tensor& x, tensor& y,
+                        kernel_context<Device>& ctx) {
+    using S = detail::movement::bits_t<T>;
+    const std::size_t rank = x.rank();
+    // Input elements between neighbours along each axis, times the axis's stride, and where
+    // element [0, ..., 0] of the output is read from.
+    std::array<std::int64_t, max_rank> step{};
+    std::int64_t origin = 0, stride = 1;
+    for (std::size_t i = rank; i-- > 0;) {
+      step[i] = stride * axes[i].stride;
+      origin += stride * axes[i].begin;
+      stride *= x.dim(i);
+    }
+    const std::int64_t row = y.dim(rank - 1), rows = y.num_elements() / row, last_step = step[rank - 1];
+    const S* in = x.unchecked_data<const S>();
+    S* out = y.unchecked_data<S>();
+    ctx.device.parallel_for(rows, static_cast<double>(row) * 2.0, [&](std::int64_t first, std::int64_t end) {
+      for (std::int64_t r = first; r < end; ++r) {
+        std::int64_t at = origin;
+        for (std::size_t i = rank - 1, rest = static_cast<std::size_t>(r); i-- > 0;) {
+          const auto d = static_cast<std::size_t>(y.dim(i));
+          at += static_cast<std::int64_t>(rest % d) * step[i];
+          rest /= d;
+        }
+        S* dst = out + r * row;
+        for (std::int64_t j = 0; j < row; ++j) dst[j] = in[at + j * last_step];
+      }
     });
     return ok_status();
   }
@@ -592,6 +636,8 @@ struct broadcast_to_kernel {
 
 struct array_kernels : named_kernel_list<kernel_list<
     kernel_family<copy_kernel, ops::reshape, host_devices, all_types>,
+    kernel_family<copy_kernel, ops::squeeze, host_devices, all_types>,
+    kernel_family<copy_kernel, ops::expand_dims, host_devices, all_types>,
     kernel_family<copy_kernel, ops::identity, host_devices, all_types>,
     kernel_family<transpose_kernel, ops::transpose, host_devices, all_types>,
     kernel_family<concat_kernel, ops::concat, host_devices, all_types>,

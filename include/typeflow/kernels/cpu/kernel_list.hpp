@@ -13,6 +13,7 @@
 #include <typeflow/kernels/cpu/nn.hpp>
 #include <typeflow/kernels/cpu/pool.hpp>
 #include <typeflow/kernels/cpu/reduction.hpp>
+#include <typeflow/kernels/cpu/resize.hpp>
 #include <typeflow/kernels/cpu/top_k.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 
@@ -27,6 +28,7 @@ struct cpu_kernel_list : named_kernel_list<concat_kernel_lists<
     cpu_kernels::nn_kernels,
     cpu_kernels::pool_kernels,
     cpu_kernels::reduction_kernels,
+    cpu_kernels::resize_kernels,
     cpu_kernels::top_k_kernels,
     cpu_kernels::array_kernels,
     cpu_kernels::fused_kernels>> {};

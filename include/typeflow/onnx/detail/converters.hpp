@@ -33,6 +33,7 @@
 #include <typeflow/ops/nn.hpp>
 #include <typeflow/ops/pool.hpp>
 #include <typeflow/ops/reduction.hpp>
+#include <typeflow/ops/resize.hpp>
 #include <typeflow/ops/unary.hpp>
 
 namespace typeflow::detail::onnx_import {
@@ -428,6 +429,76 @@ status global_pool(node_context& c) {
   return c.set(c.apply(Reduce{axes, true}, {c.input(0)}));
 }
 
+// Resize (opsets 13 to 17) of NCHW images whose batch and channels it keeps: one resize in layout
+// NCHW, mode nearest or linear (bilinear), with the scales or sizes known at import (an empty
+// tensor is an absent input). roi and extrapolation_value serve tf_crop_and_resize only and
+// cubic_coeff_a cubic only, neither of which is mapped, so they are not read.
+inline status resize(node_context& c) {
+  const value& x = c.input(0);
+  const shape& d = x.spec.dims;
+  if (d.rank() != 4)
+    return errors::unimplemented("a rank-", d.rank(), " input (typeflow resizes the height and width of NCHW images, "
+                                 "rank 4); the input has shape ", d);
+  ops::resize op{.format = ops::data_format::nchw};
+  TYPEFLOW_ONNX_TRY(mode, c.attr_string("mode", "nearest"));
+  if (mode == "nearest") op.method = ops::resize_method::nearest;
+  else if (mode == "linear") op.method = ops::resize_method::bilinear;
+  else if (mode == "cubic") return errors::unimplemented("mode 'cubic' (typeflow resizes by nearest and linear)");
+  else return errors::invalid_argument("mode '", mode, "' is not nearest, linear or cubic");
+  TYPEFLOW_ONNX_TRY(transform, c.attr_string("coordinate_transformation_mode", "half_pixel"));
+  if (!typeflow::detail::parse_enum_name(transform, op.coordinates))
+    return errors::unimplemented("coordinate_transformation_mode '", transform,
+                                 "' (half_pixel, pytorch_half_pixel, align_corners and asymmetric are mapped)");
+  if (op.method == ops::resize_method::nearest) {
+    TYPEFLOW_ONNX_TRY(rounding, c.attr_string("nearest_mode", "round_prefer_floor"));
+    if (!typeflow::detail::parse_enum_name(rounding, op.rounding))
+      return errors::invalid_argument("nearest_mode '", rounding,
+                                      "' is not round_prefer_floor, round_prefer_ceil, floor or ceil");
+  }
+  TYPEFLOW_ONNX_TRY(exclude_outside, c.attr_int("exclude_outside", 0));
+  if (exclude_outside != 0) return errors::unimplemented("exclude_outside ", exclude_outside);
+  // Whichever of scales and sizes is present and not empty says how to resize.
+  std::vector<double> scales;
+  std::vector<std::int64_t> sizes;
+  if (c.has_input(2)) {
+    TYPEFLOW_ONNX_TRY(t, c.constant_input(2, "scales"));
+    scales = double_values(t);
+  }
+  if (c.has_input(3)) {
+    TYPEFLOW_ONNX_TRY(t, c.int_input(3, "sizes"));
+    sizes = std::move(t);
+  }
+  if (scales.empty() == sizes.empty())
+    return errors::invalid_argument(scales.empty() ? "neither scales nor sizes is given"
+                                                   : "both scales and sizes are given",
+                                    "; Resize takes one of them");
+  if (!scales.empty()) {
+    if (scales.size() != 4) return errors::invalid_argument("scales has ", scales.size(), " values; the input has rank 4");
+    for (double s : scales)
+      if (!(s > 0) || !std::isfinite(s)) return errors::invalid_argument("scales must be finite and > 0, got ", s);
+    if (scales[0] != 1 || scales[1] != 1)
+      return errors::unimplemented("scales [", scales[0], ", ", scales[1], ", ", scales[2], ", ", scales[3],
+                                   "] resize the batch or the channels (typeflow resizes height and width)");
+    op.scale_h = scales[2];
+    op.scale_w = scales[3];
+  } else {
+    if (sizes.size() != 4) return errors::invalid_argument("sizes has ", sizes.size(), " values; the input has rank 4");
+    if (d[0] == dyn || d[1] == dyn)
+      return errors::unimplemented("sizes with the input's batch or channels unknown at import (input shape ", d,
+                                   "): typeflow keeps them, and cannot check that sizes does");
+    if (sizes[0] != d[0] || sizes[1] != d[1])
+      return errors::unimplemented("sizes [", sizes[0], ", ", sizes[1], ", ", sizes[2], ", ", sizes[3],
+                                   "] resize the batch or the channels of input shape ", d,
+                                   " (typeflow resizes height and width)");
+    if (sizes[2] < 1 || sizes[3] < 1)
+      return errors::unimplemented("sizes [", sizes[0], ", ", sizes[1], ", ", sizes[2], ", ", sizes[3],
+                                   "] with an empty height or width");
+    op.height = sizes[2];
+    op.width = sizes[3];
+  }
+  return c.set(c.apply(op, {x}));
+}
+
 // BatchNormalization (inference): per channel (axis 1), (x - mean) / sqrt(var + epsilon) * scale + B.
 // With the four parameters known at import, y = x * a + b, a and b folded.
 inline status batch_normalization(node_context& c) {
@@ -538,26 +609,19 @@ inline result<std::optional<std::vector<std::int64_t>>> axes_of(node_context& c,
 inline status squeeze(node_context& c) {
   const shape& d = c.input(0).spec.dims;
   TYPEFLOW_ONNX_TRY(axes, axes_of(c, true));
-  std::vector<bool> drop(d.rank(), false);
-  if (!axes) {
-    for (std::size_t i = 0; i < d.rank(); ++i) {
-      if (d[i] == dyn) return errors::unimplemented("Squeeze without axes of an input with unknown dimensions ", d);
-      drop[i] = d[i] == 1;
-    }
+  if (!axes && !d.is_fully_defined())
+    return errors::unimplemented("Squeeze without axes of an input with unknown dimensions ", d);
+  ops::squeeze op;
+  if (axes) {
+    if (axes->size() > int_list::capacity) return errors::invalid_argument("axes has ", axes->size(), " entries");
+    for (auto a : *axes) op.axes.push_back(a);
   }
-  for (auto a : axes.value_or(std::vector<std::int64_t>{})) {
-    TYPEFLOW_ONNX_TRY(i, normalized_axis(a, d.rank(), "axis"));
-    if (d[i] != 1 && d[i] != dyn)
-      return errors::invalid_argument("axis ", a, " has size ", d[i], " in input shape ", d, "; only size 1 squeezes");
-    drop[i] = true;
-  }
-  shape out;
-  for (std::size_t i = 0; i < d.rank(); ++i)
-    if (!drop[i]) out.push_back(d[i]);
-  TYPEFLOW_ONNX_TRY(to, one_unknown(out, "the squeezed shape"));
-  return c.set(c.apply(ops::reshape{to}, {c.input(0)}));
+  TYPEFLOW_ONNX_TRY(to, op.infer_shape(std::span<const shape>(&d, 1)));
+  if (c.input(0).constant) return c.set(reshaped(c, c.input(0), to, ""));
+  return c.set(c.apply(op, {c.input(0)}));
 }
 
+// Unsqueeze: one expand_dims per axis, in increasing order of the result's axes.
 inline status unsqueeze(node_context& c) {
   const shape& d = c.input(0).spec.dims;
   TYPEFLOW_ONNX_TRY(axes, c.int_input(1, "axes"));
@@ -569,11 +633,21 @@ inline status unsqueeze(node_context& c) {
     if (inserted[i]) return errors::invalid_argument("axis ", a, " is given twice");
     inserted[i] = true;
   }
-  shape out;
-  for (std::size_t i = 0, k = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : d[k++]);
-  if (c.input(0).constant) return c.set(reshaped(c, c.input(0), out, ""));
-  TYPEFLOW_ONNX_TRY(to, one_unknown(out, "the unsqueezed shape"));
-  return c.set(c.apply(ops::reshape{to}, {c.input(0)}));
+  if (c.input(0).constant) {
+    shape out;
+    for (std::size_t i = 0, k = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : d[k++]);
+    return c.set(reshaped(c, c.input(0), out, ""));
+  }
+  value y = c.input(0);
+  std::size_t left = axes.size();
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (!inserted[i]) continue;
+    const ops::expand_dims op{static_cast<std::int64_t>(i)};
+    if (--left == 0) return c.set(c.apply(op, {y}));
+    TYPEFLOW_ONNX_TRY(next, c.apply(op, {y}, detail::cat("axis", i).view()));
+    y = std::move(next);
+  }
+  return c.set(y);  // no axes: the input
 }
 
 inline status transpose(node_context& c) {
@@ -640,6 +714,10 @@ inline status split(node_context& c) {
 
 // Slice with steps of 1: bounds clamped as ONNX does (dimensions must be known where a bound is
 // negative or past the end).
+// Slice: ONNX's bounds resolved at import where the dimension is known (a strict slice); where it
+// is not, the slice clamps at run time as ONNX does, which is exact for bounds from 0 up (positive
+// steps) and for bounds that run to the end (an end of at least 2^31 - 1 away from the start,
+// as exporters write "to the end"); other bounds on such a dimension are unimplemented.
 inline status slice(node_context& c) {
   const value& x = c.input(0);
   const shape& d = x.spec.dims;
@@ -652,30 +730,49 @@ inline status slice(node_context& c) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return errors::invalid_argument("starts, ends, axes and steps must have the same length, got ", starts.size(), ", ",
                                     ends.size(), ", ", axes.size(), " and ", steps.size());
+  constexpr std::int64_t to_end = std::numeric_limits<std::int32_t>::max();
   ops::slice s;
-  for (std::size_t i = 0; i < d.rank(); ++i) { s.begin.push_back(0); s.size.push_back(-1); }
+  bool strided = false;
+  for (std::size_t i = 0; i < d.rank(); ++i) { s.begin.push_back(0); s.size.push_back(-1); s.strides.push_back(1); }
   std::vector<bool> seen(d.rank(), false);
   for (std::size_t k = 0; k < starts.size(); ++k) {
     TYPEFLOW_ONNX_TRY(a, normalized_axis(axes[k], d.rank(), "axis"));
     if (seen[a]) return errors::invalid_argument("axis ", axes[k], " is given twice");
     seen[a] = true;
-    if (steps[k] != 1) return errors::unimplemented("steps other than 1 (step ", steps[k], " on axis ", axes[k], ")");
-    const std::int64_t n = d[a];
+    const std::int64_t step = steps[k], n = d[a];
+    if (step == 0) return errors::invalid_argument("step 0 on axis ", axes[k]);
+    if (step < -max_num_elements || step > max_num_elements)
+      return errors::invalid_argument("step ", step, " on axis ", axes[k], " is out of range");
     std::int64_t b = starts[k], e = ends[k];
+    s.strides[a] = step;
+    strided = strided || step != 1;
     if (n == dyn) {
-      if (b < 0 || (e < 0) || (e != std::numeric_limits<std::int64_t>::max() && e < b))
-        return errors::unimplemented("bounds [", b, ", ", e, ") on axis ", axes[k], " whose size is unknown at import");
+      s.clamp = true;
       s.begin[a] = b;
-      s.size[a] = e >= (std::int64_t{1} << 62) ? -1 : e - b;
-      continue;
+      if (step > 0 ? e >= to_end : e <= -to_end) continue;  // size -1: to the end
+      if (step > 0 && b >= 0 && e >= 0) {
+        s.size[a] = e <= b ? 0 : (e - b - 1) / step + 1;
+        continue;
+      }
+      return errors::unimplemented("bounds [", b, ", ", e, ") in steps of ", step, " on axis ", axes[k],
+                                   " whose size is unknown at import");
     }
-    if (b < 0) b += n;
-    if (e < 0) e += n;
-    b = std::clamp<std::int64_t>(b, 0, n);
-    e = std::clamp<std::int64_t>(e, 0, n);
+    if (b < 0) b = std::max<std::int64_t>(b, -n) + n;
+    if (e < 0) e = std::max<std::int64_t>(e, -n - 1) + n;
+    std::int64_t count = 0;
+    if (step > 0) {
+      b = std::min(b, n);
+      e = std::min(e, n);
+      count = e > b ? (e - b - 1) / step + 1 : 0;
+    } else {
+      b = n == 0 ? 0 : std::min(b, n - 1);
+      e = std::min(e, n - 1);
+      count = n > 0 && b > e ? (b - e - 1) / -step + 1 : 0;
+    }
     s.begin[a] = b;
-    s.size[a] = std::max<std::int64_t>(e - b, 0);
+    s.size[a] = count;
   }
+  if (!strided) s.strides = {};
   return c.set(c.apply(s, {x}));
 }
 
@@ -1001,7 +1098,7 @@ inline const std::unordered_map<std::string_view, converter>& converters() {
       {"LeakyRelu", leaky_relu},        {"HardSigmoid", hard_sigmoid},      {"Clip", clip},
       {"Where", where},                 {"Expand", expand},                 {"LayerNormalization", layer_normalization},
       {"Shape", shape_of},              {"Size", size_of_input},            {"ConstantOfShape", constant_of_shape},
-      {"Range", range},
+      {"Range", range},                 {"Resize", resize},
   };
   return table;
 }
