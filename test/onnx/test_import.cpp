@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -415,4 +416,51 @@ TEST_CASE("a bad TensorProto is refused, naming the tensor", "[onnx][errors]") {
   auto h = tf::from_onnx_tensor(ok, "h");
   REQUIRE(h.ok());
   REQUIRE(static_cast<float>(static_cast<const Eigen::half*>(h->data())[1]) == -2.0f);
+}
+
+TEST_CASE("GELU written out with Erf imports as one gelu op; a pattern whose inner value is read elsewhere does not", "[onnx]") {
+  const auto x = random_floats(24, 7);
+  const auto reference = [&](std::size_t i) {
+    const double v = x[i];
+    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  };
+  // 0: x / sqrt2, (1 + erf) * x, * 0.5 (PyTorch's export); 1: x * (1 / sqrt2), 1 + erf, (x * 0.5) * (...);
+  // 2: as 0, but the erf is a graph output too: not fused.
+  for (int variant = 0; variant < 3; ++variant) {
+    INFO("variant " << variant);
+    model_builder b;
+    b.input("x", {2, 12});
+    b.floats("half", {}, {0.5f});
+    b.floats("one", {}, {1.0f});
+    if (variant == 1) {
+      b.floats("inv_sqrt2", {}, {static_cast<float>(1 / std::sqrt(2.0))});
+      b.node("Mul", {"inv_sqrt2", "x"}, {"scaled"});
+      b.node("Erf", {"scaled"}, {"e"});
+      b.node("Add", {"one", "e"}, {"a"});
+      b.node("Mul", {"x", "half"}, {"h"});
+      b.node("Mul", {"a", "h"}, {"y"});
+    } else {
+      b.floats("sqrt2", {}, {static_cast<float>(std::sqrt(2.0))});
+      b.node("Div", {"x", "sqrt2"}, {"scaled"});
+      b.node("Erf", {"scaled"}, {"e"});
+      b.node("Add", {"e", "one"}, {"a"});
+      b.node("Mul", {"a", "x"}, {"m"});
+      b.node("Mul", {"m", "half"}, {"y"});
+    }
+    b.output("y", {2, 12});
+    if (variant == 2) b.output("e", {2, 12});
+    auto m = b.import();
+    REQUIRE(m.ok());
+    int gelus = 0, erfs = 0;
+    for (const auto& n : m->graph.nodes) {
+      gelus += n.op == "gelu";
+      erfs += n.op == "erf";
+    }
+    CHECK(gelus == (variant == 2 ? 0 : 1));
+    CHECK(erfs == (variant == 2 ? 1 : 0));
+    auto y = run(*m, {{"x", *tf::tensor::from_values<float>(x, tf::shape{2, 12})}});
+    REQUIRE(y.ok());
+    const float* got = static_cast<const float*>((*y)[0].data());
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(got[i] == Approx(reference(i)).margin(1e-6));
+  }
 }

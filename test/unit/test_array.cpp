@@ -193,7 +193,8 @@ const std::vector<slice_case> slice_cases = {
       {{64, 50, 20}, {63, 0, 1}, {-1, -1, -1}, {-2, 3, 1}},
       {{5, 6}, {-2, 10}, {-1, 3}, {1, 1}, true},          {{5, 6}, {-100, 7}, {3, -1}, {1, -1}, true},
       {{5, 6}, {-1, -8}, {10, 2}, {-2, -1}, true},        {{5, 6}, {2, -3}, {100, -1}, {}, true},
-      {{0, 4}, {3, -1}, {-1, 2}, {-1, 1}, true},          {{5, 6}, {1, 2}, {2, 3}, {2, 1}, true}};
+      {{0, 4}, {3, -1}, {-1, 2}, {-1, 1}, true},          {{5, 6}, {1, 2}, {2, 3}, {2, 1}, true},
+      {{2, 16}, {0, 0}, {1, 8}, {std::int64_t{1} << 59, 2}}, {{0}, {0}, {-1}, {-1}}, {{0, 3}, {0, 2}, {0, 2}, {-1, -1}}};
 
 // Axis i of case c as positions, found by walking: from begin (for clamp: counted from the end
 // when negative, then moved into the dimension as ONNX's Slice does) in steps of the stride while

@@ -329,6 +329,30 @@ TEMPLATE_LIST_TEST_CASE("avg_pool2d divides border windows by their real positio
   require_close<float>(*y, tf::shape{1, 2, 2, 1}, {3, 3, 3, 3});
 }
 
+TEMPLATE_LIST_TEST_CASE("a pooling window whose dilated taps all miss the image", "[pool]", tf::test::device_policies) {
+  // One row, a 2-tap window 2 apart, same padding: the taps are rows -1 and 1, both outside.
+  auto device = tf::test::make_device<TestType>();
+  for (const data_format format : {data_format::nhwc, data_format::nchw}) {
+    const auto x = tf::tensor::from_values<float>({3.0f, 5.0f}, image_shape(format, 1, 1, 2, 1));
+    REQUIRE(x.ok());
+    const tf::ops::avg_pool2d avg{.window_h = 2, .window_w = 1, .stride_h = 1, .stride_w = 1, .pad = padding::same,
+                                  .dilation_h = 2, .format = format};
+    auto a = tf::call<float>(device, avg, *x);
+    REQUIRE(a.ok());
+    require_close<float>(*a, image_shape(format, 1, 1, 2, 1), {0, 0});
+    const tf::ops::max_pool2d max{.window_h = 2, .window_w = 1, .stride_h = 1, .stride_w = 1, .pad = padding::same,
+                                  .dilation_h = 2, .format = format};
+    auto m = tf::call<float>(device, max, *x);
+    REQUIRE(m.ok());
+    CHECK(m->template unchecked_values<float>()[0] == -std::numeric_limits<float>::infinity());
+    const auto xi = tf::tensor::from_values<std::int32_t>({3, 5}, image_shape(format, 1, 1, 2, 1));
+    REQUIRE(xi.ok());
+    auto mi = tf::call<std::int32_t>(device, max, *xi);
+    REQUIRE(mi.ok());
+    CHECK(mi->template unchecked_values<std::int32_t>()[1] == std::numeric_limits<std::int32_t>::lowest());
+  }
+}
+
 TEST_CASE("padding arithmetic follows TensorFlow and ONNX", "[conv][static]") {
   using tf::ops::padding_before;
   using tf::ops::window_axis;
@@ -339,7 +363,7 @@ TEST_CASE("padding arithmetic follows TensorFlow and ONNX", "[conv][static]") {
   STATIC_REQUIRE(out(5, {.size = 3, .stride = 2}, padding::same) == 3);
   STATIC_REQUIRE(out(6, {.size = 3, .stride = 2}, padding::same) == 3);
   STATIC_REQUIRE(out(7, {.size = 9, .stride = 1, .dilation = 2}, padding::same) == 7);
-  // valid: ceil((in - (k - 1) * dilation) / stride); 0 when the window does not fit.
+  // valid: floor((in - extent) / stride) + 1, extent = (k - 1) * dilation + 1; 0 when the window does not fit.
   STATIC_REQUIRE(out(5, {.size = 3}, padding::valid) == 3);
   STATIC_REQUIRE(out(7, {.size = 3, .stride = 2}, padding::valid) == 3);
   STATIC_REQUIRE(out(8, {.size = 3, .stride = 2}, padding::valid) == 3);

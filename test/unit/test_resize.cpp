@@ -170,9 +170,14 @@ TEMPLATE_LIST_TEST_CASE("resize matches a nested-loop reference", "[resize]", tf
   SECTION("nearest u8") { check_resize<std::uint8_t>(device, resize_method::nearest, 0, 255); }
   SECTION("nearest i8") { check_resize<std::int8_t>(device, resize_method::nearest, -128, 127); }
   SECTION("nearest i32") { check_resize<std::int32_t>(device, resize_method::nearest, -1000, 1000); }
+  SECTION("nearest i64") { check_resize<std::int64_t>(device, resize_method::nearest, -100000, 100000); }
+  SECTION("nearest f16") { check_resize<Eigen::half>(device, resize_method::nearest, -2, 2); }
   // Weights in float: a few roundings of values in [-2, 2], well within 1e-5.
   SECTION("bilinear f32") { check_resize<float>(device, resize_method::bilinear, -2, 2); }
   SECTION("bilinear f64") { check_resize<double>(device, resize_method::bilinear, -2, 2); }
+  // In float, rounded once to the half type at the end.
+  SECTION("bilinear f16") { check_resize<Eigen::half>(device, resize_method::bilinear, -2, 2); }
+  SECTION("bilinear bf16") { check_resize<Eigen::bfloat16>(device, resize_method::bilinear, -2, 2); }
 }
 
 TEMPLATE_LIST_TEST_CASE("resize gives ONNX's and TensorFlow's documented outputs", "[resize]", tf::test::device_policies) {
@@ -291,7 +296,8 @@ TEST_CASE("resize shape inference at compile time", "[resize][static]") {
                  "resize: scale_w must be finite and >= 0 (0 takes it from width), got -2.5");
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::resize, tf::cpu, std::uint8_t>);
   STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::resize, tf::thread_pool, double>);
-  STATIC_REQUIRE(!tf::default_registry::has_kernel<tf::ops::resize, tf::cpu, std::int64_t>);
+  STATIC_REQUIRE(tf::default_registry::has_kernel<tf::ops::resize, tf::cpu, std::int64_t>);
+  STATIC_REQUIRE(!tf::default_registry::has_kernel<tf::ops::resize, tf::cpu, bool>);
 }
 
 TEST_CASE("resize's attributes by name", "[resize]") {

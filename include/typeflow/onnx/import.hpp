@@ -41,6 +41,7 @@
 #include <typeflow/graph/graph_def.hpp>
 #include <typeflow/onnx/detail/builder.hpp>
 #include <typeflow/onnx/detail/converters.hpp>
+#include <typeflow/onnx/detail/fusion.hpp>
 
 namespace typeflow {
 
@@ -125,7 +126,10 @@ inline result<onnx_model> import_model(const ::onnx::ModelProto& model) {
     values[in.name()] = value{n.name, *spec, std::nullopt, {}};
     b.def.nodes.push_back(std::move(n));
   }
-  for (const auto& node : g.node()) {
+  const fused_patterns fused = find_fused_patterns(g);
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (fused.absorbed.count(i)) continue;
+    const ::onnx::NodeProto& node = g.node(i);
     const std::string where = describe(node);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return errors::unimplemented(where, ": domain '", node.domain(), "' (typeflow imports the default ONNX domain)");
@@ -142,7 +146,16 @@ inline result<onnx_model> import_model(const ::onnx::ModelProto& model) {
     const auto& table = converters();
     const auto found = table.find(node.op_type());
     if (found == table.end()) return errors::unimplemented(where, ": op type ", node.op_type(), " is not supported");
+    const auto gelu = fused.gelu_roots.find(i);
     std::vector<std::optional<value>> in;
+    if (gelu != fused.gelu_roots.end()) {  // the root of a GELU: gelu of its x
+      const auto x = values.find(gelu->second);
+      if (x == values.end()) return errors::invalid_argument(where, ": input '", gelu->second, "' is not defined before it");
+      node_context c(node, version, b, {x->second});
+      if (auto st = unary<ops::gelu>(c); !st.ok()) return st.with_context(where);
+      values[node.output(0)] = c.outputs()[0];
+      continue;
+    }
     for (const auto& name : node.input()) {
       if (name.empty()) { in.emplace_back(); continue; }
       auto v = values.find(name);

@@ -19,6 +19,7 @@
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/int_list.hpp>
 #include <typeflow/ops/detail/checks.hpp>
+#include <typeflow/ops/detail/named_enum.hpp>
 #include <typeflow/ops/op.hpp>
 
 namespace typeflow::ops {
@@ -90,12 +91,6 @@ constexpr status require_value_fits(std::string_view op, double value, dtype d) 
   return ok_status();
 }
 
-// The number of elements of `s` when it is certain: 0 when a dimension is 0, even if another
-// is dyn; dyn when a dimension is dyn and none is 0.
-constexpr std::int64_t known_num_elements(const shape& s) {
-  for (auto d : s) if (d == 0) return 0;
-  return s.num_elements();
-}
 
 } // namespace detail
 
@@ -335,7 +330,7 @@ namespace detail {
 // Elements of a dimension of d that start at b and step by s (b in range, s != 0): as many as fit.
 constexpr std::int64_t elements_to_end(std::int64_t d, std::int64_t b, std::int64_t s) {
   if (s > 0) return b >= d ? 0 : (d - b + s - 1) / s;
-  return b < 0 ? 0 : b / -s + 1;
+  return b < 0 || b >= d ? 0 : b / -s + 1;
 }
 
 } // namespace detail
@@ -379,16 +374,16 @@ struct slice {
       if (s > 0) b = std::clamp<std::int64_t>(b, 0, d);
       else b = d == 0 ? -1 : std::clamp<std::int64_t>(b, 0, d - 1);
       const std::int64_t fit = detail::elements_to_end(d, b, s);
-      return slice_axis{b, n == -1 ? fit : std::min(n, fit), s};
+      return taken(b, n == -1 ? fit : std::min(n, fit), s);
     }
     if (b < 0)
       return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is negative (input shape ", x, ")");
     if (d == dyn) return slice_axis{b, n == -1 ? dyn : n, s};
-    if (b > d || (s < 0 && b == d && n != 0))
+    if (b > d || (s < 0 && b == d && d > 0 && n != 0))
       return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " is out of range [0, ", s < 0 ? d - 1 : d,
                                       "] for input shape ", x);
     const std::int64_t fit = detail::elements_to_end(d, b, s);
-    if (n == -1) return slice_axis{b, fit, s};
+    if (n == -1) return taken(b, fit, s);
     if (n > fit) {
       if (s == 1)
         return errors::invalid_argument(name, ": axis ", i, ": begin ", b, " + size ", n, " exceeds dimension ", d,
@@ -396,7 +391,13 @@ struct slice {
       return errors::invalid_argument(name, ": axis ", i, ": ", n, " elements from ", b, " in steps of ", s,
                                       " leave dimension ", d, " of input shape ", x, " (", fit, " fit)");
     }
-    return slice_axis{b, n, s};
+    return taken(b, n, s);
+  }
+
+  // An axis taking count elements: with one or none the stride does not matter, and is 1 (so
+  // that index arithmetic never multiplies a huge stride).
+  static constexpr slice_axis taken(std::int64_t b, std::int64_t count, std::int64_t s) {
+    return slice_axis{b, count, count <= 1 ? 1 : s};
   }
 
   constexpr result<shape> infer_shape(std::span<const shape> in) const {
@@ -499,11 +500,6 @@ struct expand_dims {
 enum class pad_mode : unsigned char { constant, reflect, symmetric, edge };
 
 constexpr std::array<std::string_view, 4> names_of(pad_mode) noexcept { return {"constant", "reflect", "symmetric", "edge"}; }
-constexpr std::string_view name_of(pad_mode m) noexcept {
-  const auto i = static_cast<std::size_t>(m);
-  return i < names_of(m).size() ? names_of(m)[i] : "invalid pad mode";
-}
-constexpr void append(typeflow::detail::text& out, pad_mode m) { out.append(name_of(m)); }
 
 namespace detail {
 
@@ -543,7 +539,7 @@ struct pad {
     const shape& x = in[0];
     if (mode != pad_mode::constant && value != 0)
       return errors::invalid_argument(name, ": mode ", mode, " takes its values from the input; value must be 0, not ", value);
-    if (static_cast<std::size_t>(mode) >= names_of(mode).size()) return errors::invalid_argument(name, ": invalid mode");
+    if (!is_named(mode)) return errors::invalid_argument(name, ": invalid mode");
     if (paddings.size() != 2 * x.rank())
       return errors::invalid_argument(name, ": paddings ", paddings, " has ", paddings.size(),
                                       " entries; expected 2 per input dimension (before, after), ",

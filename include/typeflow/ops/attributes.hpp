@@ -154,11 +154,7 @@ inline constexpr auto op_attributes<ops::fill> = std::tuple{
 
 namespace detail {
 
-// An enum whose values have names (ops::padding, ops::pad_mode): names_of(E{}) found by ADL.
-template <class V>
-concept named_enum = std::is_enum_v<V> && requires { names_of(V{}); };
-
-template <named_enum V>
+template <ops::named_enum V>
 constexpr bool parse_enum_name(std::string_view s, V& out) {
   const auto names = names_of(V{});
   for (std::size_t i = 0; i < names.size(); ++i)
@@ -185,7 +181,7 @@ constexpr attr_type attr_type_of() {
   else if constexpr (std::is_same_v<V, dtype>) return attr_type::dtype;
   else if constexpr (std::is_same_v<V, shape>) return attr_type::shape;
   else if constexpr (std::is_same_v<V, int_list>) return attr_type::int_list;
-  else if constexpr (named_enum<V>) return attr_type::string;
+  else if constexpr (ops::named_enum<V>) return attr_type::string;
   else static_assert(sizeof(V) == 0, "op_attributes: unsupported member type");
 }
 
@@ -240,7 +236,7 @@ status read_attr(std::string_view op, std::string_view name, const attr_value& v
     int_list r;
     for (std::int64_t v : *l) r.push_back(v);
     out = r;
-  } else if constexpr (named_enum<V>) {
+  } else if constexpr (ops::named_enum<V>) {
     const std::string* s = value.get<std::string>();
     if (!s) return wrong();
     if (!parse_enum_name(*s, out)) {
@@ -259,7 +255,7 @@ attr_value write_attr(const V& v) {
   else if constexpr (std::is_floating_point_v<V>) return attr_value(static_cast<double>(v));
   else if constexpr (std::is_same_v<V, dtype> || std::is_same_v<V, shape>) return attr_value(v);
   else if constexpr (std::is_same_v<V, int_list>) return attr_value(std::vector<std::int64_t>(v.begin(), v.end()));
-  else if constexpr (named_enum<V>) return attr_value(std::string(names_of(V{})[static_cast<std::size_t>(v)]));
+  else if constexpr (ops::named_enum<V>) return attr_value(std::string(names_of(V{})[static_cast<std::size_t>(v)]));
 }
 
 }  // namespace detail
@@ -327,7 +323,7 @@ constexpr M attr_from(const V& v) {
   } else if constexpr (std::is_floating_point_v<M>) {
     static_assert(std::is_arithmetic_v<V> && !std::is_same_v<V, bool>, "typeflow::op_with: a float attribute takes a number");
     return static_cast<M>(v);
-  } else if constexpr (named_enum<M>) {
+  } else if constexpr (ops::named_enum<M>) {
     if constexpr (std::is_same_v<V, M>) {
       return v;
     } else {

@@ -9,21 +9,14 @@
 #include <cstddef>
 #include <string_view>
 
-#include <typeflow/core/detail/format.hpp>
+#include <typeflow/ops/detail/named_enum.hpp>
 
 namespace typeflow::ops {
 
 enum class data_format : unsigned char { nhwc, nchw };
 
-// A named enum (ops/attributes.hpp): written "NHWC" or "NCHW" in graph files and op_with.
+// A named enum (ops/detail/named_enum.hpp): written "NHWC" or "NCHW" in graph files and op_with.
 constexpr std::array<std::string_view, 2> names_of(data_format) noexcept { return {"NHWC", "NCHW"}; }
-
-constexpr std::string_view name_of(data_format f) noexcept {
-  const auto i = static_cast<std::size_t>(f);
-  return i < names_of(f).size() ? names_of(f)[i] : "invalid data_format";
-}
-
-constexpr void append(typeflow::detail::text& out, data_format f) { out.append(name_of(f)); }
 
 // Where an image tensor [n, h, w, c] or [n, c, h, w] keeps its height, width and channels.
 struct image_axes {

@@ -16,6 +16,7 @@
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/ops/data_format.hpp>
+#include <typeflow/ops/detail/named_enum.hpp>
 
 namespace typeflow::ops {
 
@@ -25,17 +26,8 @@ namespace typeflow::ops {
 // explicit_paddings; windows wholly inside the padded input.
 enum class padding : unsigned char { same, valid, explicit_ };
 
-// The names of a named enum's values, in the order of the values: an attribute of such a type is
-// a string in graph files and in op_with (ops/attributes.hpp).
+// A named enum (ops/detail/named_enum.hpp): a string in graph files and op_with.
 constexpr std::array<std::string_view, 3> names_of(padding) noexcept { return {"same", "valid", "explicit"}; }
-
-constexpr std::string_view name_of(padding p) noexcept {
-  const auto i = static_cast<std::size_t>(p);
-  return i < names_of(p).size() ? names_of(p)[i] : "invalid padding";
-}
-
-// Lets messages name a padding: errors::invalid_argument("with ", padding::valid, " padding").
-constexpr void append(typeflow::detail::text& out, padding p) { out.append(name_of(p)); }
 
 // The largest window, stride, dilation or explicit padding an op accepts (TensorFlow keeps them
 // in int32), so that the kernels' index arithmetic stays far from overflow.
@@ -130,9 +122,9 @@ constexpr status check_window(std::string_view op, const window2d& w) {
       v.dilation > max_window_attr)
     return errors::invalid_argument(op, ": strides and dilations must be at most ", max_window_attr, ", got strides ",
                                     h.stride, " x ", v.stride, " and dilations ", h.dilation, " x ", v.dilation);
-  if (static_cast<std::size_t>(w.pad) >= names_of(w.pad).size())
+  if (!is_named(w.pad))
     return errors::invalid_argument(op, ": invalid padding code ", static_cast<int>(w.pad));
-  if (static_cast<std::size_t>(w.format) >= names_of(w.format).size())
+  if (!is_named(w.format))
     return errors::invalid_argument(op, ": invalid data_format code ", static_cast<int>(w.format));
   const bool any_pad = h.before != 0 || h.after != 0 || v.before != 0 || v.after != 0;
   if (w.pad != padding::explicit_ && any_pad)

@@ -18,7 +18,7 @@ namespace typeflow::ops {
 namespace detail {
 
 // [n, h, w, c] -> [n, oh, ow, c] (or NCHW) for op's window (padding.hpp gives oh, ow). Explicit
-// pads are smaller than the dilated window, so that no window lies wholly in the padding.
+// pads are smaller than the dilated window (a window wholly in the padding would pool nothing).
 template <class Op>
 constexpr result<shape> pool2d_shape(const Op& op, const shape& x) {
   const std::string_view images = op.format == data_format::nchw ? "input (NCHW images)" : "input (NHWC images)";
@@ -43,7 +43,9 @@ constexpr result<shape> pool2d_shape(const Op& op, const shape& x) {
 } // namespace detail
 
 // The maximum of each window's taps inside the image; padded positions are ignored (never the
-// maximum). TensorFlow's MaxPool; ONNX's MaxPool with dilations, explicit pads and ceil_mode.
+// maximum). TensorFlow's MaxPool; ONNX's MaxPool with dilations, explicit pads and ceil_mode. A
+// window whose taps all miss the image (dilations can step over a small one) gives -inf, or the
+// lowest value of an integer dtype.
 struct max_pool2d {
   static constexpr std::string_view name = "max_pool2d";
   static constexpr int num_inputs = 1;
@@ -71,7 +73,9 @@ struct max_pool2d {
 // The mean of each window. By default over the taps inside the image: with same padding, border
 // windows divide by how many of their positions are real, as TensorFlow does. count_include_pad
 // (explicit padding) divides by the taps inside the image with its padding, as ONNX's and
-// PyTorch's AveragePool; taps that only ceil_mode adds are never counted.
+// PyTorch's AveragePool (ONNX Runtime before opset 19 divides the last windows of ceil_mode by the
+// whole window instead); taps that only ceil_mode adds are never counted. A window with no tap to
+// count gives 0.
 struct avg_pool2d {
   static constexpr std::string_view name = "avg_pool2d";
   static constexpr int num_inputs = 1;

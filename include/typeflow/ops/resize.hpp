@@ -15,9 +15,9 @@
 #include <type_traits>
 
 #include <typeflow/core/detail/format.hpp>
-#include <typeflow/ops/array.hpp>  // detail::known_num_elements
 #include <typeflow/ops/data_format.hpp>
 #include <typeflow/ops/detail/checks.hpp>
+#include <typeflow/ops/detail/named_enum.hpp>
 #include <typeflow/ops/op.hpp>
 
 namespace typeflow::ops {
@@ -28,11 +28,6 @@ namespace typeflow::ops {
 enum class resize_method : unsigned char { nearest, bilinear };
 
 constexpr std::array<std::string_view, 2> names_of(resize_method) noexcept { return {"nearest", "bilinear"}; }
-constexpr std::string_view name_of(resize_method m) noexcept {
-  const auto i = static_cast<std::size_t>(m);
-  return i < names_of(m).size() ? names_of(m)[i] : "invalid resize method";
-}
-constexpr void append(typeflow::detail::text& out, resize_method m) { out.append(name_of(m)); }
 
 // Where output position x (along an axis of `in` input and `out` output positions, scale s)
 // reads from, as ONNX's coordinate_transformation_mode:
@@ -47,11 +42,6 @@ enum class resize_coordinates : unsigned char { half_pixel, pytorch_half_pixel, 
 constexpr std::array<std::string_view, 4> names_of(resize_coordinates) noexcept {
   return {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
 }
-constexpr std::string_view name_of(resize_coordinates c) noexcept {
-  const auto i = static_cast<std::size_t>(c);
-  return i < names_of(c).size() ? names_of(c)[i] : "invalid resize coordinates";
-}
-constexpr void append(typeflow::detail::text& out, resize_coordinates c) { out.append(name_of(c)); }
 
 // How nearest rounds a source coordinate to a pixel (ONNX's nearest_mode): to the nearest pixel
 // with halves down (round_prefer_floor) or up (round_prefer_ceil), or down (floor) or up (ceil).
@@ -60,11 +50,6 @@ enum class nearest_rounding : unsigned char { round_prefer_floor, round_prefer_c
 constexpr std::array<std::string_view, 4> names_of(nearest_rounding) noexcept {
   return {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 }
-constexpr std::string_view name_of(nearest_rounding r) noexcept {
-  const auto i = static_cast<std::size_t>(r);
-  return i < names_of(r).size() ? names_of(r)[i] : "invalid nearest rounding";
-}
-constexpr void append(typeflow::detail::text& out, nearest_rounding r) { out.append(name_of(r)); }
 
 namespace detail {
 
@@ -140,17 +125,17 @@ struct resize {
 
   constexpr result<shape> infer_shape(std::span<const shape> in) const {
     const shape& x = in[0];
-    if (static_cast<std::size_t>(format) >= names_of(format).size())
+    if (!is_named(format))
       return errors::invalid_argument(name, ": invalid data_format code ", static_cast<int>(format));
     if (auto st = detail::require_rank(name, format == data_format::nchw ? "input (NCHW images)" : "input (NHWC images)",
                                        x, 4);
         !st.ok())
       return st;
-    if (static_cast<std::size_t>(method) >= names_of(method).size())
+    if (!is_named(method))
       return errors::invalid_argument(name, ": invalid method code ", static_cast<int>(method));
-    if (static_cast<std::size_t>(coordinates) >= names_of(coordinates).size())
+    if (!is_named(coordinates))
       return errors::invalid_argument(name, ": invalid coordinates code ", static_cast<int>(coordinates));
-    if (static_cast<std::size_t>(rounding) >= names_of(rounding).size())
+    if (!is_named(rounding))
       return errors::invalid_argument(name, ": invalid nearest_mode code ", static_cast<int>(rounding));
     const image_axes a = axes_of(format);
     const auto h = detail::resized_length(name, "height", "scale_h", x[a.h], height, scale_h, x);

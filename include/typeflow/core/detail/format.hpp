@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace typeflow::detail {

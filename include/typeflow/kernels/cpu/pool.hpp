@@ -56,7 +56,9 @@ struct pool_axis {
 // NHWC: each output pixel reduces the c-vectors of its window's taps (contiguous, so vectorised
 // over channels). NCHW: each output row of one channel plane, tap by tap. Max starts from -inf
 // (the lowest value for integers), so padding is never the maximum; the mean divides by the taps
-// inside the image, or with count_include_pad by those inside the image with its padding.
+// inside the image, or with count_include_pad by those inside the image with its padding. A
+// window with no tap inside the image (dilations can step over a small one) gives -inf (lowest)
+// and 0.
 template <class Op, class Device, class T>
 struct pool2d_kernel {
   using op_type = Op;
@@ -95,7 +97,9 @@ struct pool2d_kernel {
               else acc += v;
             }
           }
-          if constexpr (!is_max) acc /= divisor(op, ry, rx, oy, ox);
+          if constexpr (!is_max) {
+            if (const T d = divisor(op, ry, rx, oy, ox); d != T(0)) acc /= d;
+          }
         }
       });
       return ok_status();
@@ -112,14 +116,16 @@ struct pool2d_kernel {
           const auto tx = rx.inside(ox);
           T acc = is_max ? initial_max() : T(0);
           for (std::int64_t i = ty.first; i < ty.last; ++i) {
-            const T* src = image + (ry.start(oy) + i * ry.dilation) * rx.in + rx.start(ox);
+            const std::int64_t at = (ry.start(oy) + i * ry.dilation) * rx.in + rx.start(ox);
             for (std::int64_t j = tx.first; j < tx.last; ++j) {
-              const T v = src[j * rx.dilation];
+              const T v = image[at + j * rx.dilation];
               if constexpr (is_max) acc = v > acc ? v : acc;
               else acc += v;
             }
           }
-          if constexpr (!is_max) acc /= divisor(op, ry, rx, oy, ox);
+          if constexpr (!is_max) {
+            if (const T d = divisor(op, ry, rx, oy, ox); d != T(0)) acc /= d;
+          }
           row[ox] = acc;
         }
       }

@@ -169,6 +169,7 @@ struct resize_kernel {
 
 struct resize_kernels
     : named_kernel_list<kernel_list<kernel_family<resize_kernel, ops::resize, host_devices,
-                                                  dtypes<float, double, std::uint8_t, std::int8_t, std::int32_t>>>> {};
+                                                  dtypes<float, double, Eigen::half, Eigen::bfloat16, std::uint8_t,
+                                                         std::int8_t, std::int32_t, std::int64_t>>>> {};
 
 }  // namespace typeflow::cpu_kernels

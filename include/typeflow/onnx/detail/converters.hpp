@@ -323,6 +323,10 @@ inline result<window> read_window(node_context& c, const shape& x, std::optional
     if (p < 0) return errors::invalid_argument("pads must be >= 0, got ", p);
   for (auto v : {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1]})
     if (v < 1) return errors::invalid_argument("kernel_shape, strides and dilations must be >= 1, got ", v);
+  for (auto v : {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1], pads[0], pads[1], pads[2], pads[3]})
+    if (v > ops::max_window_attr)
+      return errors::invalid_argument("kernel_shape, strides, dilations and pads must be at most ", ops::max_window_attr,
+                                      ", got ", v);
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
     return errors::invalid_argument("auto_pad '", auto_pad, "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   w.kh = kernel[0]; w.kw = kernel[1]; w.sh = strides[0]; w.sw = strides[1]; w.dh = dilations[0]; w.dw = dilations[1];
@@ -712,12 +716,11 @@ inline status split(node_context& c) {
   return ok_status();
 }
 
-// Slice with steps of 1: bounds clamped as ONNX does (dimensions must be known where a bound is
-// negative or past the end).
 // Slice: ONNX's bounds resolved at import where the dimension is known (a strict slice); where it
 // is not, the slice clamps at run time as ONNX does, which is exact for bounds from 0 up (positive
-// steps) and for bounds that run to the end (an end of at least 2^31 - 1 away from the start,
-// as exporters write "to the end"); other bounds on such a dimension are unimplemented.
+// steps) and for bounds that run to the end (an end of at least 2^31 - 1, or at most -(2^31 - 1)
+// with a negative step, as exporters write "to the end"; exact for dimensions below 2^31 - 1);
+// other bounds on such a dimension are unimplemented.
 inline status slice(node_context& c) {
   const value& x = c.input(0);
   const shape& d = x.spec.dims;
@@ -739,10 +742,10 @@ inline status slice(node_context& c) {
     TYPEFLOW_ONNX_TRY(a, normalized_axis(axes[k], d.rank(), "axis"));
     if (seen[a]) return errors::invalid_argument("axis ", axes[k], " is given twice");
     seen[a] = true;
-    const std::int64_t step = steps[k], n = d[a];
-    if (step == 0) return errors::invalid_argument("step 0 on axis ", axes[k]);
-    if (step < -max_num_elements || step > max_num_elements)
-      return errors::invalid_argument("step ", step, " on axis ", axes[k], " is out of range");
+    const std::int64_t n = d[a];
+    if (steps[k] == 0) return errors::invalid_argument("step 0 on axis ", axes[k]);
+    // A step beyond any dimension takes one element, as max_num_elements does.
+    const std::int64_t step = std::clamp(steps[k], -max_num_elements, max_num_elements);
     std::int64_t b = starts[k], e = ends[k];
     s.strides[a] = step;
     strided = strided || step != 1;

@@ -64,4 +64,11 @@ constexpr bool compatible(std::int64_t a, std::int64_t b) { return a == b || a =
 // The better-known of two compatible dimensions.
 constexpr std::int64_t merge(std::int64_t a, std::int64_t b) { return a == dyn ? b : a; }
 
+// The number of elements of `s` when it is certain: 0 when a dimension is 0, even if another
+// is dyn; dyn when a dimension is dyn and none is 0.
+constexpr std::int64_t known_num_elements(const shape& s) {
+  for (auto d : s) if (d == 0) return 0;
+  return s.num_elements();
+}
+
 } // namespace typeflow::ops::detail
