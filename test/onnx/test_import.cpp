@@ -464,3 +464,73 @@ TEST_CASE("GELU written out with Erf imports as one gelu op; a pattern whose inn
     for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(got[i] == Approx(reference(i)).margin(1e-6));
   }
 }
+
+TEST_CASE("Slice with steps on a dimension unknown at import clamps at run time; Unsqueeze of several axes", "[onnx]") {
+  // x [?, 6]: rows [1, 100) step 2 clamped when the graph runs; columns 5 down to 0 step -2
+  // resolved at import (5, 3, 1); then axes 0 and 3 inserted: [1, ?, 3, 1].
+  model_builder b;
+  b.input("x", {-1, 6});
+  b.ints("starts", {1, 5});
+  b.ints("ends", {100, 0});
+  b.ints("axes", {0, 1});
+  b.ints("steps", {2, -2});
+  b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"});
+  b.ints("new_axes", {0, 3});
+  b.node("Unsqueeze", {"s", "new_axes"}, {"y"});
+  b.output("y", {1, -1, 3, 1});
+  auto m = b.import();
+  REQUIRE(m.ok());
+  int expands = 0;
+  for (const auto& n : m->graph.nodes) {
+    expands += n.op == "expand_dims";
+    if (n.op == "slice") CHECK(n.attrs.find("clamp")->to_string() == "true");
+  }
+  CHECK(expands == 2);
+  std::vector<float> x(30);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  auto y = run(*m, {{"x", *tf::tensor::from_values<float>(x, tf::shape{5, 6})}});
+  REQUIRE(y.ok());
+  REQUIRE((*y)[0].shape() == tf::shape{1, 2, 3, 1});
+  const float* got = static_cast<const float*>((*y)[0].data());
+  const std::vector<float> want{11, 9, 7, 23, 21, 19};  // rows 1 and 3, columns 5, 3, 1
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+}
+
+TEST_CASE("Slice, Conv and pool attributes that cannot be imported say why", "[onnx][errors]") {
+  const auto slice_error = [](std::vector<std::int64_t> starts, std::vector<std::int64_t> ends,
+                              std::vector<std::int64_t> steps) {
+    model_builder b;
+    b.input("x", {-1, 6});
+    b.ints("starts", starts);
+    b.ints("ends", ends);
+    b.ints("axes", {0});
+    b.ints("steps", steps);
+    b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"}, "cut");
+    b.output("y", {-1, 6});
+    return b.import().status();
+  };
+  require_error(slice_error({0}, {3}, {0}), tf::status_code::invalid_argument, "ONNX node 'cut' (Slice): step 0 on axis 0");
+  require_error(slice_error({-3}, {-1}, {1}), tf::status_code::unimplemented,
+                "bounds [-3, -1) in steps of 1 on axis 0 whose size is unknown at import");
+  require_error(slice_error({4}, {0}, {-1}), tf::status_code::unimplemented,
+                "bounds [4, 0) in steps of -1 on axis 0 whose size is unknown at import");
+  {
+    model_builder b;
+    b.input("x", {1, 2, 6, 6});
+    b.floats("w", {3, 2, 3, 3}, random_floats(54, 5));
+    b.floats("bias", {3, 1}, {1, 2, 3});
+    b.node("Conv", {"x", "w", "bias"}, {"y"}, "conv");
+    b.output("y", {1, 3, 4, 4});
+    require_error(b.import().status(), tf::status_code::invalid_argument,
+                  "ONNX node 'conv' (Conv): the bias must be a vector of one value per output channel, got [3, 1]");
+  }
+  {
+    model_builder b;
+    b.input("x", {1, 2, 6, 6});
+    set_ints(b.node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, std::int64_t{1} << 40});
+    b.output("y", {1, 2, 5, 5});
+    require_error(b.import().status(), tf::status_code::invalid_argument,
+                  "ONNX node 'pool' (MaxPool): kernel_shape, strides, dilations and pads must be at most 2147483647, "
+                  "got 1099511627776");
+  }
+}
