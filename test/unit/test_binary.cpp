@@ -22,7 +22,9 @@ struct shape_pair {
 };
 
 // Scalars, size 0, size 1, odd sizes, and every way of collapsing: flat (rank 1), Eigen
-// broadcast ranks 2 to 4, and the strided loop (collapsed ranks 5 and 8).
+// broadcast ranks 2 to 4, the strided loop (collapsed ranks 5 and 8), and row by row (an
+// innermost collapsed dimension of 32 or more; 37 puts rows at unaligned addresses), with
+// either input broadcast along the row, or neither.
 const std::vector<shape_pair> small_cases = {
     {{}, {}},
     {{}, {3}},
@@ -42,6 +44,10 @@ const std::vector<shape_pair> small_cases = {
     {{3, 1, 2, 1}, {1, 2, 1, 5}},
     {{2, 1, 3, 1, 2}, {1, 3, 1, 2, 1}},
     {{2, 1, 2, 1, 2, 1, 2, 1}, {1, 3, 1, 3, 1, 3, 1, 3}},
+    {{4, 1, 37}, {3, 1}},
+    {{3, 1}, {4, 1, 37}},
+    {{2, 3, 37}, {2, 1, 37}},
+    {{2, 1, 3, 1, 2, 37}, {1, 3, 1, 2, 1, 1}},
 };
 
 // Large enough for the thread pool to split: flat, row broadcast, outer product, strided.
@@ -50,6 +56,7 @@ const std::vector<shape_pair> large_cases = {
     {{257, 1031}, {1031}},
     {{257, 1}, {1, 1031}},
     {{16, 1, 16, 1, 16}, {1, 8, 1, 8, 1}},
+    {{64, 16, 1024}, {16, 1}},
 };
 
 // NumPy's rule, written out: align from the right; a 1 takes the other's size.
@@ -321,6 +328,29 @@ TEST_CASE("broadcast layouts collapse dimensions that broadcast alike", "[binary
         REQUIRE(offset[2] == source_index(sc, out, coord));
       });
       REQUIRE(expected_i == last);
+    }
+  }
+
+  // Rows (the innermost collapsed dimension) on every block of a split range: the offsets of a
+  // row's first element, and the strides along it.
+  const std::int64_t row_length = l.out_dims[l.rank - 1];
+  const std::int64_t rows = out.num_elements() / row_length;
+  for (std::int64_t block = 1; block <= 5; ++block) {
+    for (std::int64_t first = 0; first < rows; first += block) {
+      const std::int64_t last = std::min(first + block, rows);
+      std::int64_t expected_row = first;
+      l.for_each_row(first, last, [&](std::int64_t row, const std::array<std::int64_t, 3>& offset) {
+        REQUIRE(row == expected_row++);
+        for (std::int64_t j = 0; j < row_length; ++j) {
+          const std::int64_t i = row * row_length + j;
+          std::vector<std::int64_t> coord(out.rank());
+          for (std::size_t d = 0; d < out.rank(); ++d) coord[d] = i / out_strides[d] % out[d];
+          REQUIRE(offset[0] + j * l.strides[0][l.rank - 1] == source_index(sa, out, coord));
+          REQUIRE(offset[1] + j * l.strides[1][l.rank - 1] == source_index(sb, out, coord));
+          REQUIRE(offset[2] + j * l.strides[2][l.rank - 1] == source_index(sc, out, coord));
+        }
+      });
+      REQUIRE(expected_row == last);
     }
   }
 }

@@ -75,12 +75,7 @@ struct broadcast_layout {
     if (first >= last) return;
     std::array<std::int64_t, max_rank> coord{};
     std::array<std::int64_t, N> offset{};
-    std::int64_t rest = first;
-    for (std::size_t d = rank; d-- > 0;) {
-      coord[d] = rest % out_dims[d];
-      rest /= out_dims[d];
-      for (std::size_t k = 0; k < N; ++k) offset[k] += coord[d] * strides[k][d];
-    }
+    locate(first, rank, coord, offset);
     const std::size_t inner = rank - 1;
     for (std::int64_t i = first; i < last;) {
       const std::int64_t run = std::min(last - i, out_dims[inner] - coord[inner]);
@@ -98,7 +93,42 @@ struct broadcast_layout {
     }
   }
 
+  // Calls f(row, offsets) for rows [first, last) of the output, a row being its innermost
+  // collapsed dimension (out_dims[rank - 1] elements, starting at element row * that), where
+  // offsets[k] is the element of input k that the row's first element reads; along the row,
+  // input k advances by strides[k][rank - 1] (1, or 0 where it broadcasts). Precondition:
+  // 0 <= first <= last <= num_elements() / out_dims[rank - 1].
+  template <class F>
+  void for_each_row(std::int64_t first, std::int64_t last, F&& f) const {
+    if (first >= last) return;
+    const std::size_t outer = rank - 1;  // the dimensions that number the rows
+    std::array<std::int64_t, max_rank> coord{};
+    std::array<std::int64_t, N> offset{};
+    locate(first, outer, coord, offset);
+    for (std::int64_t row = first; row < last; ++row) {
+      f(row, std::as_const(offset));
+      // The next row, like an odometer over the outer dimensions.
+      for (std::size_t d = outer; d-- > 0;) {
+        for (std::size_t k = 0; k < N; ++k) offset[k] += strides[k][d];
+        if (++coord[d] < out_dims[d] || d == 0) break;
+        for (std::size_t k = 0; k < N; ++k) offset[k] -= coord[d] * strides[k][d];
+        coord[d] = 0;
+      }
+    }
+  }
+
  private:
+  // The coordinates of element `index` of the first `dims` collapsed dimensions (row-major), and
+  // the offsets into each input they give.
+  void locate(std::int64_t index, std::size_t dims, std::array<std::int64_t, max_rank>& coord,
+              std::array<std::int64_t, N>& offset) const {
+    for (std::size_t d = dims; d-- > 0;) {
+      coord[d] = index % out_dims[d];
+      index /= out_dims[d];
+      for (std::size_t k = 0; k < N; ++k) offset[k] += coord[d] * strides[k][d];
+    }
+  }
+
   template <int Rank>
   Eigen::array<Eigen::Index, Rank> to_eigen(const std::array<std::int64_t, max_rank>& dims) const {
     assert(static_cast<std::size_t>(Rank) >= rank);
