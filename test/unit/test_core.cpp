@@ -167,6 +167,23 @@ TEST_CASE("tensors allocate, share and check their access", "[core][tensor]") {
                           "null data for shape [2]");
   CHECK(tf::tensor::borrow(nullptr, tf::dtype::f32, tf::shape{0, 3}).ok());
 
+  // A part of a tensor's memory shares its buffer; a part of a view or of borrowed memory borrows.
+  auto whole = tf::tensor::allocate(tf::dtype::u8, tf::shape{256});
+  REQUIRE(whole.ok());
+  auto part = whole->part(64, tf::dtype::f32, tf::shape{4, 4});
+  REQUIRE(part.ok());
+  CHECK(part->data() == static_cast<std::byte*>(whole->data()) + 64);
+  CHECK(part->use_count() == 2);
+  CHECK_FALSE(whole->view().part(0, tf::dtype::f32, tf::shape{2})->owns_buffer());
+  tf::test::require_error(whole->part(200, tf::dtype::f32, tf::shape{16}), tf::status_code::invalid_argument,
+                          "tensor::part: 64 bytes at offset 200 do not fit in a tensor of 256 bytes (u8[256])");
+  tf::test::require_error(whole->part(300, tf::dtype::u8, tf::shape{0}), tf::status_code::invalid_argument,
+                          "0 bytes at offset 300 do not fit");
+  tf::test::require_error(whole->part(4, tf::dtype::f32, tf::shape{2}), tf::status_code::invalid_argument,
+                          "tensor::part: offset 4 is not a multiple of 16");
+  tf::test::require_error(whole->part(0, tf::dtype::f32, tf::shape{tf::dyn}), tf::status_code::invalid_argument,
+                          "a dimension is unknown");
+
   // Bad allocations are statuses.
   tf::test::require_error(tf::tensor::allocate(tf::dtype::f32, tf::shape{tf::dyn, 3}), tf::status_code::invalid_argument,
                           "a dimension is unknown");

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <random>
+#include <span>
+#include <vector>
 
 namespace tf = typeflow;
 using namespace tf::literals;
@@ -38,6 +40,12 @@ void check_random_layouts(std::uint64_t seed, std::size_t alignment, double& wor
   }
   const auto l = tf::plan_arena(b, alignment);
   REQUIRE(tf::is_valid_layout(b, l, alignment));
+  // The run-time placement (the runtime executor's) is the same algorithm on vectors.
+  const std::vector<tf::buffer_lifetime> v(b.begin(), b.end());
+  const auto r = tf::plan_arena(std::span<const tf::buffer_lifetime>(v), alignment);
+  REQUIRE(r.arena_bytes == l.arena_bytes);
+  for (std::size_t i = 0; i < N; ++i)
+    if (b[i].bytes != 0) REQUIRE(r.offset[i] == l.offset[i]);
   REQUIRE(l.arena_bytes >= l.lower_bound);
   REQUIRE(l.arena_bytes <= l.total_bytes);
   if (l.lower_bound != 0) worst = std::max(worst, double(l.arena_bytes) / double(l.lower_bound));

@@ -10,6 +10,7 @@
 #include "support.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -537,6 +538,65 @@ t = neg(x)
   const std::size_t before = s.num_executors();
   REQUIRE(s.run({{"x", x}}, {"y:0"}, {"t"}).ok());
   CHECK(s.num_executors() == before);  // the same signature
+}
+
+TEST_CASE("the sequential executor plans each set of fed shapes once; planned runs give the same results",
+          "[runtime][memory]") {
+  // Intermediates live across several nodes, so the arena reuses places; c is fetched as well
+  // as read, so it keeps a buffer of its own.
+  auto g = build(R"(
+x = placeholder() dtype=f32 shape=shape[?, 3]
+a = exp(x)
+b = neg(a)
+c = mul(b, x)
+d = add(c, a)
+e = tanh(d)
+y = add(e, b)
+)");
+  using executor = tf::runtime_executor<tf::cpu>;
+  const std::vector<std::string> feeds{"x"}, fetches{"y", "c"}, targets;
+  auto e = executor::make(g, feeds, fetches, targets);
+  REQUIRE(e.ok());
+  tf::cpu device;
+  const auto run = [&](const tf::tensor& x) {
+    tf::runtime_step step;
+    step.feeds = std::span(&x, 1);
+    std::vector<tf::tensor> out;
+    const tf::status st = (*e)->run_sequential(device, step, out);
+    REQUIRE(st.ok());
+    return out;
+  };
+  const auto check = [](const tf::tensor& x, const std::vector<tf::tensor>& out) {
+    const auto xs = x.unchecked_values<const float>();
+    REQUIRE(out[0].shape() == x.shape());
+    REQUIRE(out[1].shape() == x.shape());
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double a = std::exp(double{xs[i]}), b = -a, c = b * xs[i];
+      CHECK(out[1].unchecked_values<const float>()[i] == Approx(c).epsilon(1e-5));
+      CHECK(out[0].unchecked_values<const float>()[i] == Approx(std::tanh(c + a) + b).epsilon(1e-5).margin(1e-6));
+    }
+  };
+  const tf::tensor x5 = tf::test::random_tensor<float>(tf::shape{5, 3}, 1);
+  const tf::tensor other5 = tf::test::random_tensor<float>(tf::shape{5, 3}, 2);
+  const tf::tensor x2 = tf::test::random_tensor<float>(tf::shape{2, 3}, 3);
+  const auto first = run(x5);  // records the plan for [5, 3]
+  check(x5, first);
+  CHECK((*e)->plans_made() == 1);
+  const auto second = run(other5);  // runs by it
+  check(other5, second);
+  check(x5, first);  // fetched outputs own their buffers: the second step wrote elsewhere
+  CHECK((*e)->plans_made() == 1);
+  check(x2, run(x2));
+  check(x5, run(x5));
+  CHECK((*e)->plans_made() == 2);
+  // Bounded: the least recently used plan makes room.
+  for (std::int64_t n = 6; n < 30; ++n) {
+    const tf::tensor x = tf::test::random_tensor<float>(tf::shape{n, 3}, static_cast<unsigned>(n));
+    check(x, run(x));
+    check(x, run(x));
+  }
+  CHECK((*e)->plans_made() == 26);
+  CHECK((*e)->plans_held() == 16);
 }
 
 TEST_CASE("inter-op thread counts outside [0, 4096] leave a session that says so on every run", "[runtime][errors]") {

@@ -167,6 +167,20 @@ class tensor {
   // for passing tensors to kernels within the lifetime of the original.
   tensor view() const noexcept { return tensor(buffer_ref(), data_, type_, shape_, space_); }
 
+  // The bytes [offset, offset + bytes of `s` in `type`) of this tensor's memory as a tensor of that
+  // spec, sharing (keeping alive) the buffer when this tensor owns one: a place in an arena.
+  // invalid_argument when the part does not lie inside, or the offset breaks borrow_alignment.
+  result<tensor> part(std::size_t offset, typeflow::dtype type, const typeflow::shape& s) const {
+    if (auto st = check_allocatable(type, s); !st.ok()) return st;
+    const std::size_t n = static_cast<std::size_t>(s.num_elements()) * size_of(type);
+    if (offset > bytes() || n > bytes() - offset)
+      return errors::invalid_argument("tensor::part: ", n, " bytes at offset ", offset, " do not fit in a tensor of ",
+                                      bytes(), " bytes (", spec(), ")");
+    if (offset % borrow_alignment != 0)
+      return errors::invalid_argument("tensor::part: offset ", offset, " is not a multiple of ", borrow_alignment);
+    return tensor(buffer_, static_cast<std::byte*>(data_) + offset, type, s, space_);
+  }
+
   // The same data under another shape with the same number of elements (no copy).
   result<tensor> reshaped(const typeflow::shape& s) const {
     if (!s.is_fully_defined() || s.num_elements() != num_elements())

@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <span>
 #include <utility>
+#include <vector>
 
 namespace typeflow {
 
@@ -58,6 +60,11 @@ constexpr void sort_prefix(std::array<T, N>& a, std::size_t count, Less less) {
   }
 }
 
+template <class T, class Less>
+void sort_prefix(std::vector<T>& a, std::size_t count, Less less) {
+  std::sort(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(count), less);
+}
+
 }  // namespace detail
 
 // The most (aligned) bytes live at one step: a sweep over the lifetimes' ends. O(N log N).
@@ -87,36 +94,36 @@ constexpr std::size_t max_live_bytes(const std::array<buffer_lifetime, N>& buffe
   return most;
 }
 
-// Places the buffers; alignment must be a power of two. O(M^2) for M non-empty buffers, with
-// M log M sorts (a graph of a thousand intermediates stays well inside the compiler's limits on
-// constant evaluation).
-template <std::size_t N>
-constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffers, std::size_t alignment) {
-  arena_layout<N> layout{};
-  std::array<std::size_t, N> size{};
-  std::array<std::size_t, N> order{};  // the non-empty buffers, largest first, then by index
+namespace detail {
+
+// The placement, on any indexable storage: std::array in a constant expression, std::vector at run
+// time. Writes offset[i] for the n buffers (size, order and near are scratch of n entries) and
+// returns the arena's size. O(M^2) for M non-empty buffers, with M log M sorts.
+template <class Buffers, class Indices>
+constexpr std::size_t place_buffers(const Buffers& buffers, std::size_t n, std::size_t alignment, Indices& offset,
+                                    Indices& size, Indices& order, Indices& near) {
   std::size_t m = 0;
-  for (std::size_t i = 0; i < N; ++i) {
-    size[i] = detail::round_up(buffers[i].bytes, alignment);
-    layout.total_bytes += size[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    size[i] = round_up(buffers[i].bytes, alignment);
     if (size[i] != 0) order[m++] = i;
   }
-  detail::sort_prefix(order, m, [&](std::size_t a, std::size_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; });
-
-  std::array<std::size_t, N> near{};  // placed buffers live with the one being placed
-  for (std::size_t k = 0; k < m; ++k) {
+  const auto larger = [&](std::size_t a, std::size_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; };
+  sort_prefix(order, m, larger);
+  std::size_t arena_bytes = 0;
+  for (std::size_t k = 0; k < m; ++k) {  // largest first, then by index
     const std::size_t b = order[k];
-    std::size_t count = 0;
+    std::size_t count = 0;  // the placed buffers live with the one being placed
     for (std::size_t p = 0; p < k; ++p)
-      if (detail::lifetimes_overlap(buffers[order[p]], buffers[b])) near[count++] = order[p];
-    detail::sort_prefix(near, count, [&](std::size_t x, std::size_t y) { return layout.offset[x] < layout.offset[y]; });
+      if (lifetimes_overlap(buffers[order[p]], buffers[b])) near[count++] = order[p];
+    const auto below = [&](std::size_t x, std::size_t y) { return offset[x] < offset[y]; };
+    sort_prefix(near, count, below);
     // The smallest gap between (or below) those that fits; above the highest when none does.
     std::size_t best = 0;
     std::size_t best_gap = 0;
     bool found = false;
     std::size_t end = 0;  // where the region below the next placed buffer starts
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t o = layout.offset[near[i]];
+      const std::size_t o = offset[near[i]];
       if (o >= end && o - end >= size[b] && (!found || o - end < best_gap)) {
         best = end;
         best_gap = o - end;
@@ -124,10 +131,39 @@ constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffe
       }
       if (o + size[near[i]] > end) end = o + size[near[i]];
     }
-    layout.offset[b] = found ? best : end;
-    if (layout.offset[b] + size[b] > layout.arena_bytes) layout.arena_bytes = layout.offset[b] + size[b];
+    offset[b] = found ? best : end;
+    if (offset[b] + size[b] > arena_bytes) arena_bytes = offset[b] + size[b];
   }
+  return arena_bytes;
+}
+
+}  // namespace detail
+
+// Places the buffers; alignment must be a power of two. O(M^2) for M non-empty buffers, with
+// M log M sorts (a graph of a thousand intermediates stays well inside the compiler's limits on
+// constant evaluation).
+template <std::size_t N>
+constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffers, std::size_t alignment) {
+  arena_layout<N> layout{};
+  std::array<std::size_t, N> size{}, order{}, near{};
+  layout.arena_bytes = detail::place_buffers(buffers, N, alignment, layout.offset, size, order, near);
+  for (std::size_t i = 0; i < N; ++i) layout.total_bytes += size[i];
   layout.lower_bound = max_live_bytes(buffers, alignment);
+  return layout;
+}
+
+// The same placement at run time, for buffers whose sizes are known only then (the runtime
+// executor's plans per fed shapes): the offset of each buffer, and the arena's size.
+struct run_time_arena_layout {
+  std::vector<std::size_t> offset;
+  std::size_t arena_bytes = 0;
+};
+
+inline run_time_arena_layout plan_arena(std::span<const buffer_lifetime> buffers, std::size_t alignment) {
+  run_time_arena_layout layout;
+  layout.offset.assign(buffers.size(), 0);
+  std::vector<std::size_t> size(buffers.size()), order(buffers.size()), near(buffers.size());
+  layout.arena_bytes = detail::place_buffers(buffers, buffers.size(), alignment, layout.offset, size, order, near);
   return layout;
 }
 

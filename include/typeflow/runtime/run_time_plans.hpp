@@ -3,7 +3,7 @@
 // per distinct set of fed input shapes, shared by every session and state that runs the plan (a
 // plan is a pure function of the plan type and those shapes). A run whose input shapes were seen
 // before binds the cached layout: no inference, no planning, no heap allocation.
-// Bounded: the least recently used of `capacity` entries makes room for a new one. Thread-safe.
+// Bounded (capacity), thread-safe: detail::plan_cache.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -11,10 +11,10 @@
 #include <array>
 #include <cstddef>
 #include <memory>
-#include <mutex>
-#include <vector>
+#include <utility>
 
 #include <typeflow/core/shape.hpp>
+#include <typeflow/runtime/detail/plan_cache.hpp>
 
 namespace typeflow {
 
@@ -31,49 +31,20 @@ class run_time_plans {
 
   // The plan for these input shapes, or null when none was made yet.
   static std::shared_ptr<const entry> find(const key_type& fed) {
-    auto& c = cache();
-    std::lock_guard lock(c.mutex);
-    for (std::size_t i = 0; i < c.entries.size(); ++i)
-      if (c.entries[i]->fed == fed) {
-        std::shared_ptr<const entry> e = c.entries[i];
-        for (std::size_t j = i; j > 0; --j) c.entries[j] = std::move(c.entries[j - 1]);  // most recent first
-        c.entries[0] = e;
-        return e;
-      }
-    return nullptr;
+    return cache().find([&](const entry& e) { return e.fed == fed; });
   }
 
   // Adds a plan (another thread may have added the same one: both are equal).
-  static std::shared_ptr<const entry> add(std::shared_ptr<const entry> e) {
-    auto& c = cache();
-    std::lock_guard lock(c.mutex);
-    if (c.entries.size() == capacity) c.entries.pop_back();
-    c.entries.insert(c.entries.begin(), e);
-    ++c.made;
-    return e;
-  }
+  static std::shared_ptr<const entry> add(std::shared_ptr<const entry> e) { return cache().add(std::move(e)); }
 
   // How many plans were made (for tests and benchmarks), and how many are held.
-  static std::size_t made() {
-    auto& c = cache();
-    std::lock_guard lock(c.mutex);
-    return c.made;
-  }
-  static std::size_t size() {
-    auto& c = cache();
-    std::lock_guard lock(c.mutex);
-    return c.entries.size();
-  }
+  static std::size_t made() { return cache().made(); }
+  static std::size_t size() { return cache().size(); }
 
  private:
-  struct store {
-    std::mutex mutex;
-    std::vector<std::shared_ptr<const entry>> entries;  // most recently used first
-    std::size_t made = 0;
-  };
-  static store& cache() {
-    static store s;
-    return s;
+  static detail::plan_cache<entry>& cache() {
+    static detail::plan_cache<entry> c(capacity);
+    return c;
   }
 };
 

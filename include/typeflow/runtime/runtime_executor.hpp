@@ -18,6 +18,11 @@
 //  - Memory: an intermediate is released when its last consumer has run; an elementwise node
 //    writes over an input it is the last reader of when nothing else holds that buffer and the
 //    dtype and shape match (TensorFlow's forwarding).
+//  - Plans per fed shapes (run_sequential; ONNX Runtime's memory patterns): every output's spec
+//    is a function of the fed shapes, so the first run with a set of them records the specs and
+//    places the intermediates in one arena (memory/arena_plan.hpp, by the lifetimes of node order);
+//    later runs with those shapes skip shape inference and make one allocation instead of one per
+//    intermediate. Fetched outputs and those of asynchronous kernels keep buffers of their own.
 // A node is expensive when its kernel type says so (`expensive`, per kernel; see README).
 //  - Partitions (runtime/runtime_session.hpp for a device_set): _send gives its input to the step's
 //    rendezvous (through the host when it is in device memory); _recv is asynchronous: it finishes
@@ -48,8 +53,10 @@
 #include <typeflow/device/copy.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/memory/arena_plan.hpp>
 #include <typeflow/runtime/crash_handler.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
+#include <typeflow/runtime/detail/plan_cache.hpp>
 #include <typeflow/runtime/launch.hpp>
 #include <typeflow/runtime/rendezvous.hpp>
 #include <typeflow/runtime/run_options.hpp>
@@ -224,6 +231,21 @@ class runtime_executor {
       if (prologue[k]) e->prologue_.push_back(static_cast<std::uint32_t>(k));
       else if (pending == 0) e->roots_.push_back(static_cast<std::uint32_t>(k));
     }
+    // The memory plan's inputs: each slot is written by its node and last read by the latest of
+    // its readers, in node order (run_sequential's); fetched slots and those of asynchronous
+    // kernels stay out of the arena.
+    e->lifetimes_.assign(e->num_slots_, buffer_lifetime{});
+    e->in_arena_.assign(e->num_slots_, false);
+    for (std::size_t k = 0; k < e->nodes_.size(); ++k) {
+      const node& n = e->nodes_[k];
+      const auto& it = g[n.item];
+      const bool planned = n.feed == npos && it.kind == runtime_node_kind::op && it.kernel->compute_async == nullptr;
+      for (std::uint32_t o = 0; o < n.num_outputs; ++o) {
+        e->lifetimes_[n.output_begin + o] = buffer_lifetime{0, k, k};
+        e->in_arena_[n.output_begin + o] = planned;
+      }
+      for (std::uint32_t slot : n.inputs) e->lifetimes_[slot].last = std::max(e->lifetimes_[slot].last, k);
+    }
     e->successor_begin_.push_back(0);
     for (const auto& list : successors) {
       e->successors_.insert(e->successors_.end(), list.begin(), list.end());
@@ -232,6 +254,7 @@ class runtime_executor {
     for (const endpoint& f : fetch_items) {
       e->fetches_.push_back(slot_of(f.node, f.port));
       ++e->slot_readers_[e->fetches_.back()];  // the caller is the last reader
+      e->in_arena_[e->fetches_.back()] = false;
     }
     e->dag_ = detail::step_dag{e->successor_begin_, e->successors_, e->pending_, e->roots_,
                                std::span<const bool>(e->expensive_.get(), e->nodes_.size())};
@@ -242,17 +265,22 @@ class runtime_executor {
   const graph_type& graph() const noexcept { return *graph_; }
   // The spec each feed must match (dyn dimensions take any size).
   std::span<const tensor_spec> feed_specs() const noexcept { return feed_specs_; }
+  // How many plans per fed shapes run_sequential has made, and how many it holds.
+  std::size_t plans_made() const { return plans_->made(); }
+  std::size_t plans_held() const { return plans_->size(); }
 
   // Runs the nodes in topological order on the calling thread (waiting for asynchronous kernels).
   status run_sequential(Device& device, const runtime_step& step, std::vector<tensor>& outputs) const {
     if (transfers_)
       return errors::failed_precondition("a graph with _send and _recv nodes runs through async_run (a device_set session)");
     run_state s(*this, step);
+    if (auto st = bind_plan(device, s); !st.ok()) return st;
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       status st = s.check();
       if (st.ok()) start_node(device, s, static_cast<std::uint32_t>(k), st, nullptr);
       if (!st.ok()) return st;
     }
+    if (!s.plan) make_plan(s);
     return collect(s, outputs);
   }
 
@@ -286,6 +314,53 @@ class runtime_executor {
 
  private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  static constexpr std::size_t plan_capacity = 16;
+
+  // What a set of fed shapes gives every node: the spec of each output slot and its place in the
+  // step's arena (npos: a buffer of its own).
+  struct shape_plan {
+    std::vector<shape> fed;  // the key
+    std::vector<tensor_spec> specs;
+    std::vector<std::size_t> offsets;
+    std::size_t arena_bytes = 0;
+  };
+
+  // The plan for the step's fed shapes, with its arena allocated; without one, the step records the
+  // specs that make it.
+  status bind_plan(Device& device, run_state& s) const {
+    const std::span<const tensor> feeds = s.step.feeds;
+    s.plan = plans_->find([&](const shape_plan& p) {
+      return std::equal(p.fed.begin(), p.fed.end(), feeds.begin(), feeds.end(),
+                        [](const shape& a, const tensor& b) { return a == b.shape(); });
+    });
+    if (!s.plan) {
+      s.recorded.resize(num_slots_);
+      s.own_buffer.assign(num_slots_, 0);
+      return ok_status();
+    }
+    if (s.plan->arena_bytes == 0) return ok_status();
+    auto arena = device.allocate(dtype::u8, shape{static_cast<std::int64_t>(s.plan->arena_bytes)});
+    if (!arena.ok()) return std::move(arena).take_status().with_context("allocating the arena of the step's memory plan");
+    s.arena = std::move(*arena);
+    return ok_status();
+  }
+
+  // After a step without a plan: the plan of its fed shapes, from the specs it recorded.
+  void make_plan(run_state& s) const {
+    auto p = std::make_shared<shape_plan>();
+    for (const tensor& f : s.step.feeds) p->fed.push_back(f.shape());
+    p->specs = std::move(s.recorded);
+    std::vector<buffer_lifetime> buffers(lifetimes_);
+    for (std::size_t slot = 0; slot < num_slots_; ++slot)
+      if (in_arena_[slot] && s.own_buffer[slot] == 0)
+        buffers[slot].bytes = static_cast<std::size_t>(p->specs[slot].dims.num_elements()) * size_of(p->specs[slot].type);
+    const run_time_arena_layout layout = plan_arena(buffers, default_alignment);
+    p->offsets.assign(num_slots_, npos);
+    for (std::size_t slot = 0; slot < num_slots_; ++slot)
+      if (buffers[slot].bytes != 0) p->offsets[slot] = layout.offset[slot];
+    p->arena_bytes = layout.arena_bytes;
+    plans_->add(std::move(p));
+  }
 
   struct node {
     std::size_t item = 0;
@@ -369,6 +444,10 @@ class runtime_executor {
     std::chrono::steady_clock::time_point start;
     detail::parallel_step<parallel_body>* parallel = nullptr;  // the step, where a deep receive continues
     std::unique_ptr<recv_record[]> recvs;                      // by _recv node (node::recv_index)
+    std::shared_ptr<const shape_plan> plan;  // run_sequential's, for the fed shapes
+    tensor arena;                            // the plan's intermediates
+    std::vector<tensor_spec> recorded;       // by slot, where the step makes the plan
+    std::vector<unsigned char> own_buffer;   // by slot, there: forwarded to a slot outside the arena
   };
 
   struct parallel_body {
@@ -449,7 +528,7 @@ class runtime_executor {
       std::array<tensor_spec, small> small_specs;
       std::vector<tensor_spec> large_specs;
       std::span<tensor_spec> specs;
-      if (!n.spec_known) {
+      if (!n.spec_known && !s.plan) {
         specs = n.inputs.size() <= small ? std::span<tensor_spec>(small_specs.data(), n.inputs.size())
                                          : std::span<tensor_spec>(large_specs = std::vector<tensor_spec>(n.inputs.size()));
         for (std::size_t i = 0; i < n.inputs.size(); ++i) specs[i] = in[i].spec();
@@ -459,11 +538,29 @@ class runtime_executor {
           ys.size(), st,
           [&](std::size_t o, tensor_spec& scratch, status& error) -> const tensor_spec* {
             if (n.spec_known) return &it.spec(o);
+            if (s.plan) return &s.plan->specs[n.output_begin + o];
             return inferred_spec(it.op.infer(specs, o), scratch, error);
           },
           [&](std::size_t o, const tensor_spec& spec, status& error) {
+            // A place in the step's arena, borrowed: the arena outlives every reader of the slot.
+            if (const std::size_t offset = s.plan ? s.plan->offsets[n.output_begin + o] : npos; offset != npos) {
+              auto part = s.arena.view().part(offset, spec.type, spec.dims);
+              if (!part.ok()) {
+                error = std::move(part).take_status();
+                return false;
+              }
+              ys[o] = std::move(*part);
+              return true;
+            }
             // Forwarding: the last reader of an unshared input of the output's spec writes over it.
-            if (it.op.elementwise() && forward_input(s, n, spec, ys[o])) return true;
+            if (it.op.elementwise()) {
+              if (const std::size_t from = forward_input(s, n, spec, ys[o]); from != npos) {
+                // A slot forwarded to one that has a buffer of its own keeps one too, so that
+                // planned runs forward it again (a fetched output written over its input).
+                if (!s.recorded.empty() && !in_arena_[n.output_begin + o]) s.own_buffer[from] = 1;
+                return true;
+              }
+            }
             auto out = device.allocate(spec.type, spec.dims);
             if (!out.ok()) {
               error = std::move(out).take_status();
@@ -496,16 +593,17 @@ class runtime_executor {
 
   // Makes y share the buffer of an input of node n that it is the last reader of, when nothing
   // else holds that buffer and its spec is y's (the input is released when n finishes).
-  static bool forward_input(run_state& s, const node& n, const tensor_spec& spec, tensor& y) {
+  // Returns the input's slot, or npos when none qualifies.
+  static std::size_t forward_input(run_state& s, const node& n, const tensor_spec& spec, tensor& y) {
     for (std::uint32_t slot : n.inputs) {
       tensor& src = s.outputs[slot];
       if (src.owns_buffer() && src.use_count() == 1 && src.spec() == spec &&
           s.readers[slot].load(std::memory_order_acquire) == 1 && std::count(n.inputs.begin(), n.inputs.end(), slot) == 1) {
         y = src;
-        return true;
+        return slot;
       }
     }
-    return false;
+    return npos;
   }
 
   // Node k's work, started by start(kernel_done) and finished when that calls back: waited for when
@@ -530,6 +628,8 @@ class runtime_executor {
   // After node k's kernel: releases inputs it was the last reader of, records its stats.
   void finish_node(Device& device, run_state& s, std::uint32_t k, std::chrono::steady_clock::time_point t0) const {
     const node& n = nodes_[k];
+    if (!s.recorded.empty())
+      for (std::uint32_t o = 0; o < n.num_outputs; ++o) s.recorded[n.output_begin + o] = s.outputs[n.output_begin + o].spec();
     for (std::uint32_t j : n.inputs)
       if (s.readers[j].fetch_sub(1, std::memory_order_acq_rel) == 1) s.outputs[j] = tensor();
     if (!s.step.metadata) return;
@@ -578,6 +678,11 @@ class runtime_executor {
   std::unique_ptr<bool[]> expensive_;
   detail::step_dag dag_;
   bool transfers_ = false;  // has _send or _recv nodes
+  // run_sequential's memory plans: the slots' lifetimes in node order, which slots may be placed,
+  // and the plans made per fed shapes.
+  std::vector<buffer_lifetime> lifetimes_;
+  std::vector<bool> in_arena_;
+  std::unique_ptr<detail::plan_cache<shape_plan>> plans_ = std::make_unique<detail::plan_cache<shape_plan>>(plan_capacity);
 };
 
 template <class Device, class Registry>
