@@ -171,7 +171,7 @@ class tensor {
   // spec, sharing (keeping alive) the buffer when this tensor owns one: a place in an arena.
   // invalid_argument when the part does not lie inside, or the offset breaks borrow_alignment.
   result<tensor> part(std::size_t offset, typeflow::dtype type, const typeflow::shape& s) const {
-    if (auto st = check_allocatable(type, s); !st.ok()) return st;
+    if (auto st = check_allocatable(type, s); !st.ok()) return st.with_context("tensor::part");
     const std::size_t n = static_cast<std::size_t>(s.num_elements()) * size_of(type);
     if (offset > bytes() || n > bytes() - offset)
       return errors::invalid_argument("tensor::part: ", n, " bytes at offset ", offset, " do not fit in a tensor of ",

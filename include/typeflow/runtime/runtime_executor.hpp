@@ -19,10 +19,12 @@
 //    writes over an input it is the last reader of when nothing else holds that buffer and the
 //    dtype and shape match (TensorFlow's forwarding).
 //  - Plans per fed shapes (run_sequential; ONNX Runtime's memory patterns): every output's spec
-//    is a function of the fed shapes, so the first run with a set of them records the specs and
+//    is a function of the fed shapes, so the second run with a set of them records the specs and
 //    places the intermediates in one arena (memory/arena_plan.hpp, by the lifetimes of node order);
 //    later runs with those shapes skip shape inference and make one allocation instead of one per
 //    intermediate. Fetched outputs and those of asynchronous kernels keep buffers of their own.
+//    Shapes seen once are only remembered: placing costs O(nodes^2) (10 ms for 5000 nodes), which
+//    shapes that change on every run would pay every time.
 // A node is expensive when its kernel type says so (`expensive`, per kernel; see README).
 //  - Partitions (runtime/runtime_session.hpp for a device_set): _send gives its input to the step's
 //    rendezvous (through the host when it is in device memory); _recv is asynchronous: it finishes
@@ -280,7 +282,7 @@ class runtime_executor {
       if (st.ok()) start_node(device, s, static_cast<std::uint32_t>(k), st, nullptr);
       if (!st.ok()) return st;
     }
-    if (!s.plan) make_plan(s);
+    if (!s.recorded.empty()) make_plan(s);
     return collect(s, outputs);
   }
 
@@ -325,19 +327,33 @@ class runtime_executor {
     std::size_t arena_bytes = 0;
   };
 
-  // The plan for the step's fed shapes, with its arena allocated; without one, the step records the
-  // specs that make it.
+  // The plan for the step's fed shapes, with its arena allocated. Without one: the step records the
+  // specs that make it when those shapes were seen before; else they are remembered as seen.
   status bind_plan(Device& device, run_state& s) const {
     const std::span<const tensor> feeds = s.step.feeds;
-    s.plan = plans_->find([&](const shape_plan& p) {
-      return std::equal(p.fed.begin(), p.fed.end(), feeds.begin(), feeds.end(),
+    const auto same_shapes = [&](const std::vector<shape>& fed) {
+      return std::equal(fed.begin(), fed.end(), feeds.begin(), feeds.end(),
                         [](const shape& a, const tensor& b) { return a == b.shape(); });
-    });
-    if (!s.plan) {
+    };
+    s.plan = plans_->find([&](const shape_plan& p) { return same_shapes(p.fed); });
+    if (s.plan) return bind_arena(device, s);
+    if (seen_->find(same_shapes)) {
       s.recorded.resize(num_slots_);
       s.own_buffer.assign(num_slots_, 0);
-      return ok_status();
+    } else {
+      seen_->add(std::make_shared<const std::vector<shape>>(fed_shapes(feeds)));
     }
+    return ok_status();
+  }
+
+  static std::vector<shape> fed_shapes(std::span<const tensor> feeds) {
+    std::vector<shape> fed;
+    for (const tensor& f : feeds) fed.push_back(f.shape());
+    return fed;
+  }
+
+  // One allocation for the plan's intermediates.
+  status bind_arena(Device& device, run_state& s) const {
     if (s.plan->arena_bytes == 0) return ok_status();
     auto arena = device.allocate(dtype::u8, shape{static_cast<std::int64_t>(s.plan->arena_bytes)});
     if (!arena.ok()) return std::move(arena).take_status().with_context("allocating the arena of the step's memory plan");
@@ -345,10 +361,10 @@ class runtime_executor {
     return ok_status();
   }
 
-  // After a step without a plan: the plan of its fed shapes, from the specs it recorded.
+  // After a step that recorded: the plan of its fed shapes, from the specs it recorded.
   void make_plan(run_state& s) const {
     auto p = std::make_shared<shape_plan>();
-    for (const tensor& f : s.step.feeds) p->fed.push_back(f.shape());
+    p->fed = fed_shapes(s.step.feeds);
     p->specs = std::move(s.recorded);
     std::vector<buffer_lifetime> buffers(lifetimes_);
     for (std::size_t slot = 0; slot < num_slots_; ++slot)
@@ -679,10 +695,12 @@ class runtime_executor {
   detail::step_dag dag_;
   bool transfers_ = false;  // has _send or _recv nodes
   // run_sequential's memory plans: the slots' lifetimes in node order, which slots may be placed,
-  // and the plans made per fed shapes.
+  // the plans made per fed shapes, and the fed shapes seen once.
   std::vector<buffer_lifetime> lifetimes_;
   std::vector<bool> in_arena_;
   std::unique_ptr<detail::plan_cache<shape_plan>> plans_ = std::make_unique<detail::plan_cache<shape_plan>>(plan_capacity);
+  std::unique_ptr<detail::plan_cache<std::vector<shape>>> seen_ =
+      std::make_unique<detail::plan_cache<std::vector<shape>>>(plan_capacity);
 };
 
 template <class Device, class Registry>
