@@ -422,6 +422,39 @@ y  = mul(a, hb)
   CHECK(st.ok());
 }
 
+TEST_CASE("a planned runtime step needs no more memory than forwarding did", "[device][tracking][runtime]") {
+  using registry = runtime_test_registry;
+  using graph = tf::runtime_graph<tracking_cpu, registry>;
+  // b and c write over a and b ([4, 8] floats, 128 bytes): one buffer for the chain, one for y.
+  auto def = tf::parse_graph(R"(
+x = placeholder() dtype=f32 shape=shape[4, 8]
+w = const() dtype=f32 shape=shape[8, 8] value=0.5
+a = exp(x)
+b = neg(a)
+c = exp(b)
+y = matmul(c, w)
+)");
+  REQUIRE(def.ok());
+  auto g = graph::make(std::move(*def));
+  REQUIRE(g.ok());
+  tracking_cpu device(std::in_place, std::in_place);
+  tf::runtime_session<tracking_cpu, registry> s(std::make_shared<const graph>(std::move(*g)), device);
+  tf::run_options options;
+  options.trace = tf::trace_level::full;
+  std::vector<float> first;
+  for (int run = 0; run < 4; ++run) {  // seen, recorded, planned, planned
+    tf::run_metadata metadata;
+    auto out = s.run({{"x", tf::test::random_tensor<float>(tf::shape{4, 8}, 3)}}, {"y"}, {}, options, &metadata);
+    REQUIRE(out.ok());
+    REQUIRE(metadata.memory.has_value());
+    CHECK(metadata.memory->num_allocs == 2);
+    CHECK(metadata.memory->bytes_allocated == 2 * 128);
+    const auto y = (*out)[0].unchecked_values<const float>();
+    if (run == 0) first.assign(y.begin(), y.end());
+    else CHECK(std::vector<float>(y.begin(), y.end()) == first);
+  }
+}
+
 TEST_CASE("a tracking policy's step memory reaches run_metadata", "[device][tracking][runtime]") {
   using registry = runtime_test_registry;
   using graph = tf::runtime_graph<tracking_cpu, registry>;

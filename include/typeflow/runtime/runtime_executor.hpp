@@ -22,7 +22,9 @@
 //    is a function of the fed shapes, so the second run with a set of them records the specs and
 //    places the intermediates in one arena (memory/arena_plan.hpp, by the lifetimes of node order);
 //    later runs with those shapes skip shape inference and make one allocation instead of one per
-//    intermediate. Fetched outputs and those of asynchronous kernels keep buffers of their own.
+//    intermediate. An output the recording run wrote over its input takes that input's place, so a
+//    planned step needs no more memory than forwarding did; a chain of such outputs that ends in a
+//    fetched output, or that has an asynchronous kernel's, keeps buffers of its own (and forwards).
 //    Shapes seen once are only remembered: placing costs O(nodes^2) (10 ms for 5000 nodes), which
 //    shapes that change on every run would pay every time.
 // A node is expensive when its kernel type says so (`expensive`, per kernel; see README).
@@ -339,7 +341,7 @@ class runtime_executor {
     if (s.plan) return bind_arena(device, s);
     if (seen_->find(same_shapes)) {
       s.recorded.resize(num_slots_);
-      s.own_buffer.assign(num_slots_, 0);
+      s.forwarded_from.assign(num_slots_, npos);
     } else {
       seen_->add(std::make_shared<const std::vector<shape>>(fed_shapes(feeds)));
     }
@@ -366,14 +368,31 @@ class runtime_executor {
     auto p = std::make_shared<shape_plan>();
     p->fed = fed_shapes(s.step.feeds);
     p->specs = std::move(s.recorded);
-    std::vector<buffer_lifetime> buffers(lifetimes_);
+    const std::vector<std::size_t>& from = s.forwarded_from;
+    // Slots that a recorded forwarding joins share one buffer: outside the arena when one of them
+    // must be (a fetched output, an asynchronous kernel's), else one place. from[slot] < slot.
+    std::vector<unsigned char> own(num_slots_);
+    for (std::size_t slot = 0; slot < num_slots_; ++slot) own[slot] = !in_arena_[slot];
+    for (std::size_t slot = num_slots_; slot-- > 0;)
+      if (from[slot] != npos && own[slot]) own[from[slot]] = 1;
     for (std::size_t slot = 0; slot < num_slots_; ++slot)
-      if (in_arena_[slot] && s.own_buffer[slot] == 0)
+      if (from[slot] != npos && own[from[slot]]) own[slot] = 1;
+    std::vector<buffer_lifetime> buffers(lifetimes_);  // bytes: 0 but for the slot that owns a place
+    std::vector<std::size_t> place(num_slots_, npos);   // that slot, by slot
+    for (std::size_t slot = 0; slot < num_slots_; ++slot) {
+      if (own[slot]) continue;
+      if (from[slot] != npos) {
+        place[slot] = place[from[slot]];
+        buffers[place[slot]].last = std::max(buffers[place[slot]].last, lifetimes_[slot].last);
+      } else {
+        place[slot] = slot;
         buffers[slot].bytes = static_cast<std::size_t>(p->specs[slot].dims.num_elements()) * size_of(p->specs[slot].type);
+      }
+    }
     const run_time_arena_layout layout = plan_arena(buffers, default_alignment);
     p->offsets.assign(num_slots_, npos);
     for (std::size_t slot = 0; slot < num_slots_; ++slot)
-      if (buffers[slot].bytes != 0) p->offsets[slot] = layout.offset[slot];
+      if (place[slot] != npos && buffers[place[slot]].bytes != 0) p->offsets[slot] = layout.offset[place[slot]];
     p->arena_bytes = layout.arena_bytes;
     plans_->add(std::move(p));
   }
@@ -463,7 +482,7 @@ class runtime_executor {
     std::shared_ptr<const shape_plan> plan;  // run_sequential's, for the fed shapes
     tensor arena;                            // the plan's intermediates
     std::vector<tensor_spec> recorded;       // by slot, where the step makes the plan
-    std::vector<unsigned char> own_buffer;   // by slot, there: forwarded to a slot outside the arena
+    std::vector<std::size_t> forwarded_from;  // by slot, there: the input slot it wrote over, or npos
   };
 
   struct parallel_body {
@@ -571,9 +590,7 @@ class runtime_executor {
             // Forwarding: the last reader of an unshared input of the output's spec writes over it.
             if (it.op.elementwise()) {
               if (const std::size_t from = forward_input(s, n, spec, ys[o]); from != npos) {
-                // A slot forwarded to one that has a buffer of its own keeps one too, so that
-                // planned runs forward it again (a fetched output written over its input).
-                if (!s.recorded.empty() && !in_arena_[n.output_begin + o]) s.own_buffer[from] = 1;
+                if (!s.recorded.empty()) s.forwarded_from[n.output_begin + o] = from;  // for the plan
                 return true;
               }
             }
