@@ -5,8 +5,15 @@
 //   conv2d 3x3 64->64 same       vs extract_image_patches + contraction          target ratio <= 1/0.95
 // "kernel" cases run the registry's kernel on preallocated outputs, as an executor does;
 // "call" cases go through tf::call, which also infers shapes and allocates the output.
+// Where oneDNN was found: its matmul kernel (onednn_kernel_list) against one dnnl_sgemm call over
+// the whole product on as many OpenMP threads as the policy has, at 1024^3 and at the MLP's
+// [64, 1024] x [1024, 1024]; and the default kernel against the same call.
 #include <typeflow/typeflow.hpp>
+#if TYPEFLOW_BENCH_ONEDNN
+#include <typeflow/kernels/onednn/kernel_list.hpp>
+#endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -59,6 +66,40 @@ void bench_matmul(tf::bench::harness& h, Device& device, const std::string& thre
             [&] { (void)tf::call<float>(device, tf::ops::matmul{}, a, b); }, raw, 7, 1.0);
 }
 
+#if TYPEFLOW_BENCH_ONEDNN
+template <class Device>
+void bench_onednn_matmul(tf::bench::harness& h, Device& device, const std::string& threads, std::int64_t m,
+                         std::int64_t k, std::int64_t n) {
+  const tf::tensor a = random_tensor(tf::shape{m, k}, 1);
+  const tf::tensor b = random_tensor(tf::shape{k, n}, 2);
+  tf::tensor c_ours = *tf::tensor::allocate(tf::dtype::f32, tf::shape{m, n});
+  tf::tensor c_default = *tf::tensor::allocate(tf::dtype::f32, tf::shape{m, n});
+  tf::tensor c_raw = *tf::tensor::allocate(tf::dtype::f32, tf::shape{m, n});
+  const tf::tensor inputs[] = {a, b};
+  using onednn = tf::onednn::onednn_matmul_kernel<tf::ops::matmul, Device, float>;
+  using eigen = tf::default_registry::kernel<tf::ops::matmul, Device, float>;
+  tf::kernel_context<Device> ctx{device, inputs, std::span<tf::tensor>(&c_ours, 1)};
+  tf::kernel_context<Device> ctx_default{device, inputs, std::span<tf::tensor>(&c_default, 1)};
+  auto ours = [&] { (void)onednn::compute(tf::ops::matmul{}, ctx); };
+  auto ours_default = [&] { (void)eigen::compute(tf::ops::matmul{}, ctx_default); };
+  auto raw = [&] {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(std::max(1, device.num_threads()));
+    (void)dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.unchecked_data<const float>(), k, b.unchecked_data<const float>(), n,
+                     0.0f, c_raw.unchecked_data<float>(), n);
+    omp_set_num_threads(saved);
+  };
+  ours();
+  ours_default();
+  raw();
+  if (max_abs_diff(c_ours, c_raw) > 1e-3 || max_abs_diff(c_default, c_raw) > 1e-3)
+    std::printf("!! matmul disagrees with oneDNN\n");
+  const std::string size = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+  h.compare("matmul " + size + " oneDNN kernel, " + threads, "dnnl_sgemm", ours, raw, 7, 1.0);
+  h.compare("matmul " + size + " default kernel, " + threads, "dnnl_sgemm", ours_default, raw, 7, 1.0);
+}
+#endif
+
 // Eigen's spatial convolution as TensorFlow writes it: image patches, then one contraction.
 // NHWC input [n, h, w, c], HWIO filter [kh, kw, c, k], same padding, stride 1.
 template <class Device>
@@ -108,12 +149,20 @@ int main(int argc, char** argv) {
   {
     tf::cpu device;
     bench_matmul(h, device, "1 thread");
+#if TYPEFLOW_BENCH_ONEDNN
+    bench_onednn_matmul(h, device, "1 thread", h.quick() ? 256 : 1024, h.quick() ? 256 : 1024, h.quick() ? 256 : 1024);
+    bench_onednn_matmul(h, device, "1 thread", 64, 1024, 1024);
+#endif
     bench_conv(h, device, "1 thread", 1, 56);
     bench_conv(h, device, "1 thread", 32, 28);
   }
   {
     tf::thread_pool device(2);
     bench_matmul(h, device, "2 threads");
+#if TYPEFLOW_BENCH_ONEDNN
+    bench_onednn_matmul(h, device, "2 threads", h.quick() ? 256 : 1024, h.quick() ? 256 : 1024, h.quick() ? 256 : 1024);
+    bench_onednn_matmul(h, device, "2 threads", 64, 1024, 1024);
+#endif
     bench_conv(h, device, "2 threads", 1, 56);
     bench_conv(h, device, "2 threads", 32, 28);
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU kernel for conv2d: im2col + GEMM. A 1x1 stride-1 convolution is one GEMM over the image as
+// CPU kernel for conv2d: im2col + GEMM, on a GEMM backend (kernels/cpu/gemm.hpp). A 1x1 stride-1 convolution is one GEMM over the image as
 // it lies; otherwise the patch rows of a chunk of output pixels are gathered into a scratch
 // matrix and multiplied by the filter, chunk by chunk, the chunks split over the policy's threads.
 // NCHW images take the transposed product per image (compute_nchw), so neither layout is
@@ -9,19 +9,21 @@
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/detail/im2col.hpp>
+#include <typeflow/kernels/cpu/gemm.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/conv.hpp>
 
 namespace typeflow::cpu_kernels {
 
-template <class Op, class Device, class T>
-struct im2col_conv2d_kernel {
+template <class Op, class Device, class T, class Gemm>
+struct basic_im2col_conv2d_kernel {
   using op_type = Op;
   using device_type = Device;
   using value_type = T;
@@ -51,12 +53,13 @@ struct im2col_conv2d_kernel {
     // Cycles per output row, counting a multiply-add as one.
     const double row_cost = static_cast<double>(k) * static_cast<double>(g.c_out);
 
+    std::atomic<bool> failed{false};
     if (g.is_pointwise()) {
       // [n*h*w, c_in] x [c_in, c_out] -> [n*h*w, c_out]
       ctx.device.parallel_for(rows, row_cost, [&](std::int64_t first, std::int64_t last) {
-        gemm(in + first * k, last - first, k, f.unchecked_data<const T>(), g.c_out, out + first * g.c_out);
+        gemm(in + first * k, last - first, k, f.unchecked_data<const T>(), g.c_out, out + first * g.c_out, failed);
       });
-      return ok_status();
+      return checked(failed, x, f);
     }
 
     // Chunks of output rows: at most chunk_bytes of patches each, and a multiple of the thread
@@ -78,10 +81,10 @@ struct im2col_conv2d_kernel {
         const std::int64_t r1 = std::min(rows, r0 + chunk_rows);
         detail::im2col(g, in, r0, r1, patches.data());
         // [chunk rows, kh*kw*c_in] x [kh*kw*c_in, c_out] -> [chunk rows, c_out]
-        gemm(patches.data(), r1 - r0, k, f.unchecked_data<const T>(), g.c_out, out + r0 * g.c_out);
+        gemm(patches.data(), r1 - r0, k, f.unchecked_data<const T>(), g.c_out, out + r0 * g.c_out, failed);
       }
     });
-    return ok_status();
+    return checked(failed, x, f);
   }
 
  private:
@@ -91,15 +94,16 @@ struct im2col_conv2d_kernel {
   // into scratch and copied into its place, row by row.
   static status compute_nchw(const detail::conv_geometry& g, const T* in, const T* filter, T* out,
                              kernel_context<Device>& ctx) {
+    std::atomic<bool> failed{false};
     const std::int64_t k = g.patch_size();
     const std::int64_t pixels = g.oh * g.ow;
     const double pixel_cost = static_cast<double>(k) * static_cast<double>(g.c_out);
     if (g.is_pointwise()) {
       ctx.device.parallel_for(g.n, pixel_cost * static_cast<double>(pixels), [&](std::int64_t first, std::int64_t last) {
         for (std::int64_t b = first; b < last; ++b)
-          gemm<true>(filter, g.c_out, k, in + b * k * pixels, pixels, out + b * g.c_out * pixels);
+          gemm<true>(filter, g.c_out, k, in + b * k * pixels, pixels, out + b * g.c_out * pixels, failed);
       });
-      return ok_status();
+      return checked(failed, ctx.inputs[0], ctx.inputs[1]);
     }
     // Chunks of at most chunk_bytes of columns, at least as many in all as threads.
     const std::int64_t threads = std::max(1, ctx.device.num_threads());
@@ -120,29 +124,34 @@ struct im2col_conv2d_kernel {
         detail::im2col_nchw(g, in, b, p0, p1, cols.data());
         T* image = out + b * g.c_out * pixels;
         if (whole) {
-          gemm<true>(filter, g.c_out, k, cols.data(), count, image);
+          gemm<true>(filter, g.c_out, k, cols.data(), count, image, failed);
           continue;
         }
-        gemm<true>(filter, g.c_out, k, cols.data(), count, result.data());
+        gemm<true>(filter, g.c_out, k, cols.data(), count, result.data(), failed);
         for (std::int64_t o = 0; o < g.c_out; ++o) std::copy_n(result.data() + o * count, count, image + o * pixels + p0);
       }
     });
-    return ok_status();
+    return checked(failed, ctx.inputs[0], ctx.inputs[1]);
   }
 
-  // c[m, n] = a[m, k] x b[k, n] (Transposed: a[k, m]^T x b[k, n]) on the calling thread: Eigen's
-  // contraction (the same GEMM kernel as its matrix product) with its packing blocks from the
-  // thread's scratch cache.
+  // c[m, n] = a[m, k] x b[k, n] (Transposed: a[k, m]^T x b[k, n]) on the calling thread, by the
+  // backend; `failed` is set when it fails.
   template <bool Transposed = false>
-  static void gemm(const T* a, std::int64_t m, std::int64_t k, const T* b, std::int64_t n, T* c) {
-    using const_map = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
-    using map = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
-    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(Transposed ? 0 : 1, 0)};
-    map out(c, m, n);
-    eigen_assign(eigen_scratch_device{}, out,
-                 const_map(a, Transposed ? k : m, Transposed ? m : k).contract(const_map(b, k, n), dims));
+  static void gemm(const T* a, std::int64_t m, std::int64_t k, const T* b, std::int64_t n, T* c,
+                   std::atomic<bool>& failed) {
+    if (!Gemm::run(Transposed, false, m, n, k, a, Transposed ? m : k, b, n, c, n)) failed = true;
+  }
+
+  static status checked(const std::atomic<bool>& failed, const tensor& x, const tensor& f) {
+    if (!failed) return ok_status();
+    return errors::internal("conv2d: ", Gemm::name, "'s GEMM failed on image ", x.shape().to_string(), " and filter ",
+                            f.shape().to_string());
   }
 };
+
+// The default kernel: conv2d on Eigen.
+template <class Op, class Device, class T>
+struct im2col_conv2d_kernel : basic_im2col_conv2d_kernel<Op, Device, T, eigen_gemm> {};
 
 struct conv2d_kernels
     : named_kernel_list<kernel_list<kernel_family<im2col_conv2d_kernel, ops::conv2d, host_devices, float_types>>> {};

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU kernel for matmul. Two matrices, or a batch of a against one matrix b, are one Eigen tensor
-// contraction on the policy's Eigen device, written as a user would write it by hand (so it is as
-// fast: benchmarks/bench_kernels.cpp holds it to >= 0.95x of that call). Broadcast batches are
-// GEMMs over the output rows of every batch, the rows split over the policy's threads.
+// CPU kernel for matmul on a GEMM backend (kernels/cpu/gemm.hpp). With Eigen, two matrices, or a
+// batch of a against one matrix b, are one Eigen tensor contraction on the policy's Eigen device,
+// written as a user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds it
+// to >= 0.95x of that call). Otherwise, and for broadcast batches, the output is cut into blocks of
+// rows (of every batch), or of columns when there are too few rows for the policy's threads, and
+// each block is one GEMM of the backend on one of the policy's threads.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/device/scratch.hpp>
+#include <typeflow/kernels/cpu/gemm.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/linalg.hpp>
@@ -67,8 +71,8 @@ struct matmul_batches {
 
 }  // namespace detail
 
-template <class Op, class Device, class T>
-struct eigen_matmul_kernel {
+template <class Op, class Device, class T, class Gemm>
+struct basic_matmul_kernel {
   using op_type = Op;
   using device_type = Device;
   using value_type = T;
@@ -91,19 +95,21 @@ struct eigen_matmul_kernel {
     // A transposed a with several matrices does not stack.
     const bool one_a_matrix = a.num_elements() == a.dim(ra - 2) * a.dim(ra - 1);
     const bool one_b_matrix = b.num_elements() == b.dim(rb - 2) * b.dim(rb - 1);
-    if (one_b_matrix && (!op.transpose_a || one_a_matrix)) {
-      contract(op, ctx.device, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
-               b.unchecked_data<const T>(), b.dim(rb - 2), b.dim(rb - 1), c.unchecked_data<T>(),
-               c.num_elements() / n, n);
-      return ok_status();
+    if constexpr (Gemm::threads_itself) {
+      if (one_b_matrix && (!op.transpose_a || one_a_matrix)) {
+        contract(op, ctx.device, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
+                 b.unchecked_data<const T>(), b.dim(rb - 2), b.dim(rb - 1), c.unchecked_data<T>(),
+                 c.num_elements() / n, n);
+        return ok_status();
+      }
     }
-    batched_gemm(op, ctx.device, a, b, c, m, n, k);
+    if (!batched_gemm(op, ctx.device, a, b, c, m, n, k))
+      return errors::internal("matmul: ", Gemm::name, "'s GEMM failed on ", a.shape().to_string(), " x ",
+                              b.shape().to_string());
     return ok_status();
   }
 
  private:
-  using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
   // [a_rows, a_cols] x [b_rows, b_cols] -> [c_rows, c_cols], the transposes chosen by which
   // dimensions are contracted. The maps are aligned: a, b and c start their tensors' buffers.
   static void contract(const Op& op, Device& device, const T* a, std::int64_t a_rows, std::int64_t a_cols,
@@ -118,41 +124,63 @@ struct eigen_matmul_kernel {
   }
 
   // c[batch][rows] = a[batch'][rows] x b[batch''] for every output batch, with batch' and batch''
-  // the broadcast indices. The batch * m output rows are split over the policy's threads; each
-  // range is one single-threaded GEMM per batch it touches.
-  static void batched_gemm(const Op& op, Device& device, const tensor& a, const tensor& b, tensor& c,
-                           std::int64_t m, std::int64_t n, std::int64_t k) {
-    using map = Eigen::Map<const matrix>;
+  // the broadcast indices. The batch * m output rows are split over the policy's threads, each range
+  // one GEMM per batch it touches; with fewer than min_rows_per_thread rows a thread, the columns
+  // are split instead (every block then reads all of a's rows and its own columns of b). False
+  // when the backend failed on a block.
+  static constexpr std::int64_t min_rows_per_thread = 32;
+  static constexpr std::int64_t min_columns_per_block = 64;
+
+  static bool batched_gemm(const Op& op, Device& device, const tensor& a, const tensor& b, tensor& c, std::int64_t m,
+                           std::int64_t n, std::int64_t k) {
     const auto batches = detail::matmul_batches::of(a.shape(), b.shape(), c.shape());
     const std::int64_t rows = c.num_elements() / n;
     const T* a_data = a.unchecked_data<const T>();
     const T* b_data = b.unchecked_data<const T>();
     T* c_data = c.unchecked_data<T>();
+    const std::int64_t threads = std::max(1, device.num_threads());
+    // Rows r0.. (count of them) of one batch's output, columns j0..j0 + width.
+    auto block = [&](std::int64_t batch, std::int64_t r0, std::int64_t count, std::int64_t j0, std::int64_t width) {
+      std::int64_t a_offset, b_offset;
+      batches.offsets(batch, a_offset, b_offset);
+      const T* ap = a_data + a_offset + (op.transpose_a ? r0 : r0 * k);   // a: [m, k], or [k, m]
+      const T* bp = b_data + b_offset + (op.transpose_b ? j0 * k : j0);   // b: [k, n], or [n, k]
+      return Gemm::run(op.transpose_a, op.transpose_b, count, width, k, ap, op.transpose_a ? m : k, bp,
+                       op.transpose_b ? k : n, c_data + (batch * m + r0) * n + j0, n);
+    };
+    std::atomic<bool> failed{false};
+    if (threads > 1 && rows < threads * min_rows_per_thread && n >= 2 * min_columns_per_block) {
+      // Column blocks of every batch: [batch][block].
+      const std::int64_t per_batch = std::clamp<std::int64_t>(n / min_columns_per_block, 1, threads);
+      const std::int64_t width = (n + per_batch - 1) / per_batch;
+      const std::int64_t num_batches = rows / m;
+      device.parallel_for(num_batches * per_batch, static_cast<double>(m) * static_cast<double>(k * width),
+                          [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t t = first; t < last; ++t) {
+          const std::int64_t j0 = t % per_batch * width;
+          if (!block(t / per_batch, 0, m, j0, std::min(width, n - j0))) failed = true;
+        }
+      });
+      return !failed;
+    }
     // Cycles per output row, counting a multiply-add as one.
     const double row_cost = static_cast<double>(k) * static_cast<double>(n);
-
     device.parallel_for(rows, row_cost, [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last;) {
         const std::int64_t batch = r / m;
         const std::int64_t r0 = r % m;
         const std::int64_t count = std::min(m - r0, last - r);
-        std::int64_t a_offset, b_offset;
-        batches.offsets(batch, a_offset, b_offset);
-        const T* ap = a_data + a_offset;
-        const T* bp = b_data + b_offset;
-        // [count, n] rows r0.. of this batch's output
-        Eigen::Map<matrix> cm(c_data + batch * m * n + r0 * n, count, n);
-        auto multiply = [&](const auto& lhs) {
-          if (op.transpose_b) cm.noalias() = lhs * map(bp, n, k).transpose();  // [count, k] x [n, k]^T
-          else cm.noalias() = lhs * map(bp, k, n);                             // [count, k] x [k, n]
-        };
-        if (op.transpose_a) multiply(map(ap, k, m).middleCols(r0, count).transpose());  // [k, m] -> [count, k]
-        else multiply(map(ap + r0 * k, count, k));
+        if (!block(batch, r0, count, 0, n)) failed = true;
         r += count;
       }
     });
+    return !failed;
   }
 };
+
+// The default kernel: matmul on Eigen.
+template <class Op, class Device, class T>
+struct eigen_matmul_kernel : basic_matmul_kernel<Op, Device, T, eigen_gemm> {};
 
 using matmul_kernel_types = dtypes<float, double, Eigen::half, std::int32_t, std::int64_t>;
 
