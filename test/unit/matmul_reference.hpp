@@ -102,6 +102,7 @@ const std::vector<matmul_case> matmul_cases = {
     {{}, {}, 4, 33, 300},
     {{2}, {2}, 5, 7, 200},
     {{3}, {}, 5, 7, 200},
+    {{3}, {3}, 2, 9, 150},  // too few rows in all to split
 };
 
 // |error| of a k-term dot product grows with k; the tolerance is the dtype's per-element one
