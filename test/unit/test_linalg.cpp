@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // matmul: every dtype and all four transpose combinations against a triple-loop reference (double
 // precision, batch broadcasting written out again here) on random inputs, on both host policies;
-// shape inference at compile time, dyn dimensions included; run-time errors.
+// shape inference at compile time, dyn dimensions included; run-time errors, and those of a GEMM
+// backend that fails (matmul and conv2d).
 #include "matmul_reference.hpp"
 #include "support.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace tf = typeflow;
 using tf::dyn;
@@ -36,6 +38,52 @@ TEMPLATE_LIST_TEST_CASE("matmul of k = 0 is zeros, whatever the output buffer he
   tf::kernel_context<TestType> ctx{device, inputs, std::span<tf::tensor>(&y, 1)};
   REQUIRE(kernel::compute(tf::ops::matmul{}, ctx).ok());
   require_close<float>(y, tf::shape{2, 3, 4}, std::vector<double>(24, 0.0));
+}
+
+namespace {
+
+// A GEMM backend whose library refuses every call (kernels/cpu/gemm.hpp).
+struct refusing_gemm {
+  static constexpr std::string_view name = "refusing";
+  static constexpr bool threads_itself = false;
+  template <class T>
+  static bool run(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t,
+                  T*, std::int64_t) {
+    return false;
+  }
+};
+
+template <class Kernel, class Op, class Device>
+tf::status run_kernel(Device& device, const Op& op, const tf::shape& xs, const tf::shape& fs, const tf::shape& ys) {
+  const tf::tensor inputs[] = {random_tensor<float>(xs, 1), random_tensor<float>(fs, 2)};
+  tf::tensor y = *tf::tensor::allocate(tf::dtype::f32, ys);
+  tf::kernel_context<Device> ctx{device, inputs, std::span<tf::tensor>(&y, 1)};
+  return Kernel::compute(op, ctx);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("a GEMM backend that fails is an internal error naming it, the op and the shapes",
+                        "[linalg][matmul][conv][errors]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  using matmul = tf::cpu_kernels::basic_matmul_kernel<tf::ops::matmul, TestType, float, refusing_gemm>;
+  using conv = tf::cpu_kernels::basic_im2col_conv2d_kernel<tf::ops::conv2d, TestType, float, refusing_gemm>;
+  const auto code = tf::status_code::internal;
+  // Split by rows, by columns (few rows, wide output), not split (fewer than 8 rows).
+  require_error(run_kernel<matmul>(device, tf::ops::matmul{}, {64, 5}, {5, 7}, {64, 7}), code,
+                "matmul: refusing's GEMM failed on [64, 5] x [5, 7]");
+  require_error(run_kernel<matmul>(device, tf::ops::matmul{}, {16, 5}, {5, 300}, {16, 300}), code,
+                "matmul: refusing's GEMM failed on [16, 5] x [5, 300]");
+  require_error(run_kernel<matmul>(device, tf::ops::matmul{}, {2, 3, 5}, {5, 7}, {2, 3, 7}), code,
+                "matmul: refusing's GEMM failed on [2, 3, 5] x [5, 7]");
+  // im2col chunks, a pointwise filter, and NCHW images.
+  require_error(run_kernel<conv>(device, tf::ops::conv2d{}, {1, 5, 5, 2}, {3, 3, 2, 4}, {1, 3, 3, 4}), code,
+                "conv2d: refusing's GEMM failed on image [1, 5, 5, 2] and filter [3, 3, 2, 4]");
+  require_error(run_kernel<conv>(device, tf::ops::conv2d{}, {1, 5, 5, 2}, {1, 1, 2, 4}, {1, 5, 5, 4}), code,
+                "conv2d: refusing's GEMM failed on image [1, 5, 5, 2]");
+  require_error(run_kernel<conv>(device, tf::ops::conv2d{.format = tf::ops::data_format::nchw}, {1, 2, 5, 5},
+                                 {3, 3, 2, 4}, {1, 4, 3, 3}),
+                code, "conv2d: refusing's GEMM failed on image [1, 2, 5, 5]");
 }
 
 TEST_CASE("matmul shape inference at compile time", "[linalg][matmul][static]") {

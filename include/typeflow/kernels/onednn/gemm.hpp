@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <string_view>
 
+#if !__has_include(<oneapi/dnnl/dnnl.h>)
+#error "typeflow/kernels/onednn needs oneDNN's headers (Debian: apt-get install libdnnl-dev); the default kernels (tf::cpu_kernel_list) do not"
+#endif
 #include <oneapi/dnnl/dnnl.h>
 
 // OpenMP's runtime entry points (GNU libgomp, which Debian's oneDNN links): from <omp.h> where the
