@@ -37,30 +37,41 @@
 
 namespace typeflow {
 
+namespace detail {
+// What an expression says about its node. A base class named by the node alone: the compiler names
+// (mangles) every constant and function it instantiates, and a name that spelled the expression
+// would spell the whole graph, so an expression's own type carries as few of them as it can.
+template <class Node>
+struct expr_facts {
+  using node = Node;
+  using device = device_of_node<Node>;  // default_device: the session's first
+  static constexpr std::uint64_t id = node_id<Node>;
+  static constexpr tensor_spec spec = Node::spec;
+  static constexpr dtype type = spec.type;
+  static constexpr shape dims = spec.dims;
+};
+}  // namespace detail
+
 template <class Nodes>
 struct expr;
 
 template <class... Nodes>
-struct expr<node_list<Nodes...>> {
+struct expr<node_list<Nodes...>> : detail::expr_facts<typename detail::last_of<Nodes...>::type> {
   using nodes = node_list<Nodes...>;
-  using node = typename decltype((std::type_identity<Nodes>{}, ...))::type;  // the last
-  using device = device_of_node<node>;  // default_device: the session's first
-  static constexpr std::uint64_t id = node_id<node>;
-  static constexpr tensor_spec spec = node::spec;
-  static constexpr dtype type = spec.type;
-  static constexpr shape dims = spec.dims;
 };
 
 namespace detail {
+// Class templates rather than variable templates, for the same reason: is_expr<E>::value is
+// bool_constant's member, not one constant per expression type.
 template <class T>
-inline constexpr bool is_expr = false;
+struct is_expr : std::false_type {};
 template <class Nodes>
-inline constexpr bool is_expr<expr<Nodes>> = true;
+struct is_expr<expr<Nodes>> : std::true_type {};
 }  // namespace detail
 
 // Satisfied by the type of input<"x", float, static_shape<2>> and of relu(x); not by tensor.
 template <class E>
-concept expression = detail::is_expr<std::remove_cvref_t<E>>;
+concept expression = detail::is_expr<std::remove_cvref_t<E>>::value;
 
 // Leaves.
 template <detail::fixed_string Name, element_type T, class Shape>
@@ -131,7 +142,13 @@ struct merge_all<A, B, Rest...> {
 };
 
 template <class List, class Node>
-using append_node = decltype(List{} + node_list<Node>{});
+struct append_one;
+template <class... Nodes, class Node>
+struct append_one<node_list<Nodes...>, Node> {
+  using type = node_list<Nodes..., Node>;
+};
+template <class List, class Node>
+using append_node = typename append_one<List, Node>::type;
 
 // Node on device type D (itself on default_device).
 template <class D, class Node>
@@ -166,14 +183,15 @@ constexpr read_kind read_kind_of() {
   else if constexpr (Node::kind == node_kind::constant) return read_kind::constant;
   else return read_kind::transfer;
 }
+// (`id` is an enumerator: a static member would be a constant the compiler names after the list.)
 template <class Nodes, std::uint64_t Id>
 struct read_here {
-  static constexpr std::uint64_t id = Id;
+  enum : std::uint64_t { id = Id };
   using nodes = Nodes;
 };
 template <class Nodes, class Node>
 struct read_new {
-  static constexpr std::uint64_t id = node_id<Node>;
+  enum : std::uint64_t { id = node_id<Node> };
   using nodes = append_missing<Nodes, Node>;
 };
 template <class D, class Nodes, std::uint64_t Id, class Node, read_kind Kind = read_kind_of<D, Node>()>
@@ -226,17 +244,25 @@ constexpr auto operator""_c() {
 
 // The op value Op applied to expressions: inference at compile time, then a new node.
 // apply<ops::matmul{.transpose_b = true}>(x, w)
+namespace detail {
+// The expression of Op applied to In (a class, so that the operators below return it without
+// instantiating a function apply<Op, In...> as well: each function instantiated with expression
+// types is a name the compiler spells out, graph and all).
+template <auto Op, class... In>
+struct applied {
+  using device = typename device_for<In...>::type;
+  using node = place<device, op_node<Op, static_infer_specs<Op, In::spec...>::value, read_expr_on<device, In>::id...>>;
+  using type = expr<append_node<typename merge_all<typename read_expr_on<device, In>::nodes...>::type, node>>;
+};
+}  // namespace detail
+
 template <auto Op, expression... In>
   requires op<decltype(Op)>
 constexpr auto apply(In...) {
   static_assert(!multi_output_op<decltype(Op)>,
                 "typeflow::apply<Op>: this op has several outputs; apply_outputs<Op>(inputs...) gives each as an "
                 "expression: auto [values, indices] = tf::apply_outputs<tf::ops::top_k{.k = 5}>(x)");
-  constexpr tensor_spec out = static_infer_specs<Op, In::spec...>::value;
-  using device = typename detail::device_for<In...>::type;
-  using node = detail::place<device, op_node<Op, out, detail::read_expr_on<device, In>::id...>>;
-  return expr<detail::append_node<typename detail::merge_all<typename detail::read_expr_on<device, In>::nodes...>::type,
-                                  node>>{};
+  return typename detail::applied<Op, In...>::type{};
 }
 
 // An op with several outputs applied to expressions: a std::tuple of one expression per output,
@@ -307,42 +333,43 @@ template <class Scalar, expression Other>
 using constant_for = expr<node_list<place<typename Other::device, constant_node<Scalar::value, Other::type>>>>;
 
 template <class T>
-inline constexpr bool is_scalar_constant = false;
+struct is_scalar_constant : std::false_type {};
 template <double V>
-inline constexpr bool is_scalar_constant<scalar_constant<V>> = true;
+struct is_scalar_constant<scalar_constant<V>> : std::true_type {};
 
 // Run-time numbers cannot be part of a graph's type.
 template <class T>
-inline constexpr bool is_runtime_number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+concept runtime_number = std::is_arithmetic<std::remove_cvref_t<T>>::value;
+
+// Operand X of a binary op as an expression: itself, or the constant it is in Other's dtype.
+template <class X, class Other, bool = expression<X>>
+struct as_expression {
+  using type = X;
+};
+template <class X, class Other>
+struct as_expression<X, Other, false> {
+  using type = constant_for<X, Other>;
+};
 
 }  // namespace detail
 
 // An operand of a binary op: an expression or a compile-time scalar.
 template <class T>
-concept operand = expression<T> || detail::is_scalar_constant<std::remove_cvref_t<T>>;
-
-namespace detail {
-template <class A, class B>
-constexpr auto as_expressions() {
-  if constexpr (expression<A> && expression<B>) return std::pair<A, B>{};
-  else if constexpr (expression<A>) return std::pair<A, constant_for<B, A>>{};
-  else return std::pair<constant_for<A, B>, B>{};
-}
-}  // namespace detail
+concept operand = expression<T> || detail::is_scalar_constant<std::remove_cvref_t<T>>::value;
 
 // A binary op on two operands, at least one an expression.
 template <auto Op, operand A, operand B>
   requires(expression<A> || expression<B>)
 constexpr auto apply_binary(A, B) {
-  using pair = decltype(detail::as_expressions<A, B>());
-  return apply<Op>(typename pair::first_type{}, typename pair::second_type{});
+  return apply<Op>(typename detail::as_expression<A, B>::type{}, typename detail::as_expression<B, A>::type{});
 }
 
 #define TYPEFLOW_GRAPH_BINARY(function, op_type)                              \
   template <operand A, operand B>                                            \
     requires(expression<A> || expression<B>)                                 \
-  constexpr auto function(A a, B b) {                                        \
-    return apply_binary<op_type{}>(a, b);                                    \
+  constexpr auto function(A, B) {                                            \
+    return typename detail::applied<op_type{}, typename detail::as_expression<A, B>::type, \
+                                    typename detail::as_expression<B, A>::type>::type{};  \
   }
 TYPEFLOW_GRAPH_BINARY(operator+, ops::add)
 TYPEFLOW_GRAPH_BINARY(operator-, ops::sub)
@@ -359,7 +386,7 @@ TYPEFLOW_GRAPH_BINARY(greater, ops::greater)
 // x * 2.0 with a run-time number: refused with a message saying what to write instead.
 #define TYPEFLOW_GRAPH_RUNTIME_NUMBER(function)                                                            \
   template <class A, class B>                                                                              \
-    requires((expression<A> && detail::is_runtime_number<B>) || (detail::is_runtime_number<A> && expression<B>)) \
+    requires((expression<A> && detail::runtime_number<B>) || (detail::runtime_number<A> && expression<B>)) \
   constexpr auto function(A, B) {                                                                          \
     static_assert(detail::dependent_false<A>,                                                              \
                   "typeflow: a number in a static graph must be known at compile time: write x * 2.5_c "   \
@@ -374,8 +401,8 @@ TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator/)
 
 #define TYPEFLOW_GRAPH_UNARY(function, op_type) \
   template <expression X>                      \
-  constexpr auto function(X x) {               \
-    return apply<op_type{}>(x);                \
+  constexpr auto function(X) {                 \
+    return typename detail::applied<op_type{}, X>::type{}; \
   }
 TYPEFLOW_GRAPH_UNARY(operator-, ops::neg)
 TYPEFLOW_GRAPH_UNARY(neg, ops::neg)

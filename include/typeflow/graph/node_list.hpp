@@ -2,8 +2,8 @@
 // node_list<Nodes...>: the nodes of an expression or a graph, each after its inputs (so the list
 // is a topological order, built as the expression is written), each once.
 // Merging two lists keeps the first and appends the nodes of the second it lacks; membership is a
-// base-class test on a type that inherits one tag per id, so a merge instantiates O(size) types
-// and compares numbers, never pairs of node types.
+// fold over the ids, so a merge instantiates O(size) small types and compares numbers, never pairs
+// of node types; a list that already holds the other's last node is the merge as it is.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -20,25 +20,43 @@ namespace typeflow {
 
 template <class... Nodes>
 struct node_list {
-  static constexpr std::size_t size = sizeof...(Nodes);
+  enum : std::size_t { size = sizeof...(Nodes) };  // not a constant named after the list (graph/expr.hpp)
   static constexpr std::array<std::uint64_t, sizeof...(Nodes)> ids{node_id<Nodes>...};
 };
 
 namespace detail {
 
-template <std::uint64_t Id>
-struct id_tag {};
 template <std::uint64_t Id, std::size_t Position>
 struct id_position {};
 
-// Inherits id_tag<id> for every node: "is this id in the list" is std::is_base_of.
-template <class List>
-struct id_set;
+// The last of a non-empty pack (no fold: Clang limits a fold expression to 256 operands).
 template <class... Nodes>
-struct id_set<node_list<Nodes...>> : id_tag<node_id<Nodes>>... {};
+struct last_of {
+#if defined(__has_builtin) && __has_builtin(__type_pack_element)
+  using type = __type_pack_element<sizeof...(Nodes) - 1, Nodes...>;
+#else
+  using type = typename decltype((std::type_identity<Nodes>{}, ...))::type;
+#endif
+};
+
+template <std::size_t N>
+constexpr bool id_in(const std::uint64_t (&ids)[N], std::uint64_t id) noexcept {
+  for (std::uint64_t i : ids)
+    if (i == id) return true;
+  return false;
+}
+
+// "Is this id in the list": a loop over the ids, its value bool_constant's (see expr_facts in
+// graph/expr.hpp for why no constant is named after the list).
+template <class List, std::uint64_t Id>
+struct has_id;
+template <std::uint64_t Id>
+struct has_id<node_list<>, Id> : std::false_type {};
+template <class... Nodes, std::uint64_t Id>
+struct has_id<node_list<Nodes...>, Id> : std::bool_constant<id_in<sizeof...(Nodes)>({node_id<Nodes>...}, Id)> {};
 
 template <class List, std::uint64_t Id>
-inline constexpr bool contains_id = std::is_base_of_v<id_tag<Id>, id_set<List>>;
+inline constexpr bool contains_id = has_id<List, Id>::value;
 
 // Inherits id_position<id, i> for the node at position i: the position of an id is deduced.
 template <class List, class Positions = std::make_index_sequence<List::size>>
@@ -58,12 +76,29 @@ node_list<A..., B...> operator+(node_list<A...>, node_list<B...>);
 template <class List, class Node>
 using missing_from = std::conditional_t<contains_id<List, node_id<Node>>, node_list<>, node_list<Node>>;
 
+// A list holds every node its last node depends on, so when A holds B's last node it holds B (but
+// for nodes nothing reads, which a plan leaves out): no walk. That is the common case (a chain
+// `n + x`, a residual block `f(x) + x`); otherwise B's nodes are appended one by one where A lacks them.
 template <class A, class B>
-struct merge;
+struct merge_walk;
 template <class... A, class... B>
-struct merge<node_list<A...>, node_list<B...>> {
+struct merge_walk<node_list<A...>, node_list<B...>> {
   using type = decltype((node_list<A...>{} + ... + missing_from<node_list<A...>, B>{}));
 };
+template <class A, class B, bool AHoldsB>
+struct merge_pick : merge_walk<A, B> {};
+template <class A, class B>
+struct merge_pick<A, B, true> {
+  using type = A;
+};
+template <class List>
+struct last_id : std::integral_constant<std::uint64_t, 0> {};  // no node has id 0 (a hash; nor does any list hold it)
+template <class... Nodes>
+  requires(sizeof...(Nodes) > 0)
+struct last_id<node_list<Nodes...>>
+    : std::integral_constant<std::uint64_t, node_id<typename last_of<Nodes...>::type>> {};
+template <class A, class B>
+struct merge : merge_pick<A, B, (B::size == 0 || has_id<A, last_id<B>::value>::value)> {};
 
 }  // namespace detail
 

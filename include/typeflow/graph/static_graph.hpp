@@ -10,6 +10,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,11 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::size_t size = sizeof...(Nodes);
 
   static constexpr std::array<node_kind, size> kinds{Nodes::kind...};
+  static constexpr std::size_t count_kind(node_kind k) {
+    std::size_t n = 0;
+    for (node_kind c : kinds) n += c == k;
+    return n;
+  }
   static constexpr std::array<tensor_spec, size> specs{Nodes::spec...};
   static constexpr std::array<std::string_view, size> names{Nodes::name...};
   static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
@@ -66,7 +72,12 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::size_t output_slot(std::size_t p, std::size_t k) {
     return multi_output[p] ? size + extra_output_begin[p] + k : p;
   }
-  static constexpr std::size_t num_edges = (std::size_t{0} + ... + Nodes::num_inputs);
+  static constexpr std::size_t num_edges = [] {
+    std::size_t n = 0;
+    for (std::size_t k : num_inputs) n += k;
+    return n;
+  }();
+  static constexpr std::array<std::uint64_t, size> ids{node_id<Nodes>...};
 
   // The inputs of node i are input_positions[input_begin[i] .. input_begin[i + 1]).
   static constexpr std::array<std::size_t, size + 1> input_begin = [] {
@@ -75,26 +86,30 @@ struct static_graph<node_list<Nodes...>> {
     return b;
   }();
 
- private:
-  template <class Node>
-  static constexpr std::array<std::size_t, Node::num_inputs + 1> positions_of_inputs() {
-    std::array<std::size_t, Node::num_inputs + 1> p{};
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      ((p[Is] = position_of<nodes, Node::inputs[Is]>), ...);
-    }(std::make_index_sequence<Node::num_inputs>{});
-    return p;
+  // The positions sorted by id, and the position of an id (size when it is not in the graph): a
+  // binary search, not a lookup that instantiates a type per id (graphs of thousands of nodes).
+  static constexpr std::array<std::size_t, size> by_id = [] {
+    std::array<std::size_t, size> order{};
+    for (std::size_t i = 0; i < size; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+    return order;
+  }();
+  static constexpr std::size_t position_of_id(std::uint64_t id) {
+    std::size_t lo = 0, hi = size;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (ids[by_id[mid]] < id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < size && ids[by_id[lo]] == id ? by_id[lo] : size;
   }
 
- public:
   static constexpr std::array<std::size_t, num_edges + 1> input_positions = [] {
     std::array<std::size_t, num_edges + 1> e{};
+    const std::uint64_t* in[] = {Nodes::inputs...};  // a list, not a fold: Clang folds at most 256
     std::size_t k = 0;
-    (
-        [&] {
-          constexpr auto p = positions_of_inputs<Nodes>();
-          for (std::size_t j = 0; j < Nodes::num_inputs; ++j) e[k++] = p[j];
-        }(),
-        ...);
+    for (std::size_t i = 0; i < size; ++i)
+      for (std::size_t j = 0; j < num_inputs[i]; ++j) e[k++] = position_of_id(in[i][j]);
     return e;
   }();
 
@@ -103,13 +118,13 @@ struct static_graph<node_list<Nodes...>> {
   // The position of an expression's node in this graph; a compile error when it is not in it.
   template <expression E>
   static constexpr std::size_t position() {
-    static_assert(detail::contains_id<nodes, E::id>,
+    static_assert(position_of_id(E::id) < size,
                   "typeflow: this expression is not part of the graph: build the graph from outputs that depend on it");
-    return position_of<nodes, E::id>;
+    return position_of_id(E::id);
   }
 
   // Variables get numbers 0, 1, ... in graph order: where a session keeps their values.
-  static constexpr std::size_t num_variables = (std::size_t{0} + ... + (Nodes::kind == node_kind::variable));
+  static constexpr std::size_t num_variables = count_kind(node_kind::variable);
   static constexpr std::array<std::size_t, size> variable_index = [] {
     std::array<std::size_t, size> v{};
     std::size_t k = 0;
@@ -118,7 +133,7 @@ struct static_graph<node_list<Nodes...>> {
   }();
 
   // Inputs get numbers 0, 1, ... in graph order: where a run finds their feeds.
-  static constexpr std::size_t num_input_nodes = (std::size_t{0} + ... + (Nodes::kind == node_kind::input));
+  static constexpr std::size_t num_input_nodes = count_kind(node_kind::input);
   static constexpr std::array<std::size_t, size> input_node_index = [] {
     std::array<std::size_t, size> v{};
     std::size_t k = 0;
