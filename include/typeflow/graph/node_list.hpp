@@ -21,7 +21,6 @@ namespace typeflow {
 template <class... Nodes>
 struct node_list {
   enum : std::size_t { size = sizeof...(Nodes) };  // not a constant named after the list (graph/expr.hpp)
-  static constexpr std::array<std::uint64_t, sizeof...(Nodes)> ids{node_id<Nodes>...};
 };
 
 namespace detail {
@@ -55,9 +54,6 @@ struct has_id<node_list<>, Id> : std::false_type {};
 template <class... Nodes, std::uint64_t Id>
 struct has_id<node_list<Nodes...>, Id> : std::bool_constant<id_in<sizeof...(Nodes)>({node_id<Nodes>...}, Id)> {};
 
-template <class List, std::uint64_t Id>
-inline constexpr bool contains_id = has_id<List, Id>::value;
-
 // Inherits id_position<id, i> for the node at position i: the position of an id is deduced.
 template <class List, class Positions = std::make_index_sequence<List::size>>
 struct position_map;
@@ -74,7 +70,7 @@ node_list<A..., B...> operator+(node_list<A...>, node_list<B...>);
 
 // node_list<Node> when the node is not in List, node_list<> when it is.
 template <class List, class Node>
-using missing_from = std::conditional_t<contains_id<List, node_id<Node>>, node_list<>, node_list<Node>>;
+using missing_from = std::conditional_t<has_id<List, node_id<Node>>::value, node_list<>, node_list<Node>>;
 
 // A list holds every node its last node depends on, so when A holds B's last node it holds B (but
 // for nodes nothing reads, which a plan leaves out): no walk. That is the common case (a chain

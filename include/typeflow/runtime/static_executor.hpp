@@ -287,7 +287,7 @@ class static_executor {
       }
       return ok_status();
     } else if constexpr (node::kind == node_kind::assign) {
-      constexpr std::size_t variable = position_of<nodes, node::variable>;
+      constexpr std::size_t variable = graph::position_of_id(node::variable);
       s.slots[P] = s.slots[graph::input(P, 0)];
       env.variables->write(graph::variable_index[variable], s.slots[P]);
       return ok_status();

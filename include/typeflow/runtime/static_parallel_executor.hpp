@@ -67,7 +67,7 @@ class static_parallel_executor {
   static constexpr std::size_t variable_of() {
     using node = node_at_t<P, nodes>;
     if constexpr (node::kind == node_kind::variable) return P;
-    else if constexpr (node::kind == node_kind::assign) return position_of<nodes, node::variable>;
+    else if constexpr (node::kind == node_kind::assign) return graph::position_of_id(node::variable);
     else return graph::size;
   }
   static constexpr std::array<std::size_t, num_steps> variable_of_step = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
