@@ -26,6 +26,7 @@
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/graph/plan.hpp>
 #include <typeflow/graph/runtime_graph.hpp>
+#include <typeflow/graph/scoped_name.hpp>
 #include <typeflow/graph/static_graph.hpp>
 #include <typeflow/graph/text_format.hpp>
 #include <typeflow/graph/to_cpp.hpp>

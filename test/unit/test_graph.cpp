@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -269,6 +270,61 @@ TEST_CASE("session: run-time errors name the input and both shapes") {
   auto st = s.initialize(b, *bad_init);
   CHECK(st.code() == tf::status_code::invalid_argument);
   CHECK(std::string(st.message()) == "variable 'b': initial value is f32[2], the variable is f32[3]");
+}
+
+TEST_CASE("session: variables are initialised by name, and an unknown name or a wrong value is an error") {
+  tf::cpu device;
+  tf::session s(tf::graph(probabilities), device);
+  REQUIRE(s.initialize("w", *tf::tensor::from_values<float>(std::vector<float>(12, 1.0f), tf::shape{4, 3})).ok());
+  REQUIRE(s.initialize("b", *tf::tensor::from_values<float>({0, 0, 0})).ok());
+  auto xt = tf::tensor::from_values<float>({1, 2, 3, 4}, tf::shape{1, 4});
+  auto r = s.run(tf::feed(x, *xt), tf::fetch(logits));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[0] == 20.0f);
+
+  auto missing = s.initialize("wq", *tf::tensor::from_values<float>({0, 0, 0}));
+  CHECK(missing.code() == tf::status_code::not_found);
+  CHECK(std::string(missing.message()) == "session::initialize: the graph has no variable named 'wq'");
+  auto not_variable = s.initialize("x", *tf::tensor::from_values<float>({0, 0, 0}));
+  CHECK(not_variable.code() == tf::status_code::not_found);
+  auto wrong = s.initialize("b", *tf::tensor::from_values<float>({1, 2}));
+  CHECK(wrong.code() == tf::status_code::invalid_argument);
+  CHECK(std::string(wrong.message()) == "variable 'b': initial value is f32[2], the variable is f32[3]");
+}
+
+TEST_CASE("scoped_name: a node name built from a prefix, an index and a suffix") {
+  STATIC_REQUIRE(tf::scoped_name<"layer", 3, "/attention/wq">.view() == "layer3/attention/wq");
+  STATIC_REQUIRE(tf::scoped_name<"block", 0>.view() == "block0");
+  STATIC_REQUIRE(tf::scoped_name<"l", 1234567, "/b">.view() == "l1234567/b");
+  STATIC_REQUIRE(tf::scoped_name<"d", -42, "">.view() == "d-42");
+  STATIC_REQUIRE(tf::scoped_name<"", 10, "x">.view() == "10x");
+  STATIC_REQUIRE(tf::scoped_name<"n", INT64_MIN>.view() == "n-9223372036854775808");
+
+  constexpr auto v0 = tf::variable<tf::scoped_name<"layer", 0, "/w">, float, static_shape<2>>;
+  constexpr auto v1 = tf::variable<tf::scoped_name<"layer", 1, "/w">, float, static_shape<2>>;
+  constexpr auto y = v0 + v1;
+  tf::cpu device;
+  tf::session s(tf::graph(y), device);
+  REQUIRE(s.initialize("layer0/w", *tf::tensor::from_values<float>({1, 2})).ok());
+  REQUIRE(s.initialize(v1, *tf::tensor::from_values<float>({10, 20})).ok());
+  auto r = s.run(tf::fetch(y));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[1] == 22.0f);
+  auto def = tf::to_graph_def(tf::graph(y));
+  REQUIRE(def.ok());
+  CHECK(def->nodes[0].name == "layer0/w");
+}
+
+// A name-parameterised variable of one's own, as a model stamps out its layers.
+template <tf::fixed_string Suffix, std::int64_t... Dims>
+constexpr auto layer_variable = tf::variable<tf::scoped_name<"block", 7, Suffix>, float, static_shape<Dims...>>;
+
+TEST_CASE("scoped_name: fixed_string is a template parameter of one's own") {
+  constexpr auto w = layer_variable<"/w", 2>;
+  tf::cpu device;
+  tf::session s(tf::graph(w * 2.0_c), device);
+  REQUIRE(s.initialize("block7/w", *tf::tensor::from_values<float>({1, 2})).ok());
+  CHECK(s.initialize("block7/b", *tf::tensor::from_values<float>({1, 2})).code() == tf::status_code::not_found);
 }
 
 TEST_CASE("session: a kernel's error names the node") {

@@ -35,6 +35,11 @@ constexpr double constant_value() {
   if constexpr (Node::kind == node_kind::constant) return Node::value;
   else return 0;
 }
+template <class Node>
+constexpr std::uint64_t assigned_id() {
+  if constexpr (Node::kind == node_kind::assign) return Node::variable;
+  else return 0;
+}
 }  // namespace detail
 
 template <class... Nodes>
@@ -52,6 +57,7 @@ struct static_graph<node_list<Nodes...>> {
   static constexpr std::array<std::string_view, size> names{Nodes::name...};
   static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
   static constexpr std::array<double, size> constant_values{detail::constant_value<Nodes>()...};
+  static constexpr std::array<std::uint64_t, size> assigned{detail::assigned_id<Nodes>()...};  // assigns: the variable's id
   static constexpr std::array<std::size_t, size> num_outputs{num_outputs_of_node<Nodes>()...};
   static constexpr std::array<bool, size> multi_output{is_multi_output_node<Nodes>()...};
   static constexpr std::array<std::size_t, size> ports{port_of_node<Nodes>()...};  // output nodes: which output

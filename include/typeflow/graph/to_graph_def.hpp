@@ -14,6 +14,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -35,42 +36,55 @@ std::string runtime_name_of(std::size_t p) {
   return std::string(Graph::names[p]) + "_" + std::to_string(p);
 }
 
+namespace detail {
+// The attributes of op value Op: one function per op value, not per node.
+template <auto Op>
+attr_map op_attrs() {
+  return to_attrs(Op);
+}
+using op_attrs_fn = attr_map (*)();
+template <class Node>
+constexpr op_attrs_fn op_attrs_of() {
+  if constexpr (Node::kind == node_kind::op) return &op_attrs<Node::op>;
+  else return nullptr;
+}
+template <class List>
+struct op_attrs_table;
+template <class... Nodes>
+struct op_attrs_table<node_list<Nodes...>> {
+  static constexpr std::array<op_attrs_fn, sizeof...(Nodes)> value{op_attrs_of<Nodes>()...};
+};
+}  // namespace detail
+
 template <class Graph>
 result<graph_def> to_graph_def(Graph) {
   graph_def def;
-  status st;
-  [&]<std::size_t... Ps>(std::index_sequence<Ps...>) {
-    (
-        [&] {
-          using node = node_at_t<Ps, typename Graph::nodes>;
-          if (!st.ok()) return;
-          node_def n;
-          n.name = runtime_name_of<Graph>(Ps);
-          if constexpr (node::kind == node_kind::input || node::kind == node_kind::variable) {
-            n.op = "placeholder";
-            n.attrs.set("dtype", node::spec.type);
-            n.attrs.set("shape", node::spec.dims);
-          } else if constexpr (node::kind == node_kind::constant) {
-            n.op = "const";
-            n.attrs.set("dtype", node::spec.type);
-            n.attrs.set("shape", shape{});
-            n.attrs.set("value", node::value);
-          } else if constexpr (node::kind == node_kind::output || node::kind == node_kind::transfer) {
-            return;  // its readers name its op's output, or its source
-          } else if constexpr (node::kind == node_kind::assign) {
-            st = errors::invalid_argument("to_graph_def: node ", Ps, " is an assign; runtime graphs hold no variables");
-            return;
-          } else {
-            n.op = std::string(node::name);
-            n.attrs = to_attrs(node::op);
-            for (std::size_t j = 0; j < node::num_inputs; ++j) n.inputs.push_back(runtime_name_of<Graph>(Graph::input(Ps, j)));
-          }
-          if (Graph::placed[Ps]) n.device = "/device:" + std::string(Graph::device_types[Ps]);
-          def.nodes.push_back(std::move(n));
-        }(),
-        ...);
-  }(std::make_index_sequence<Graph::size>{});
-  if (!st.ok()) return st;
+  const auto& attrs_of = detail::op_attrs_table<typename Graph::nodes>::value;
+  for (std::size_t p = 0; p < Graph::size; ++p) {
+    const node_kind kind = Graph::kinds[p];
+    node_def n;
+    n.name = runtime_name_of<Graph>(p);
+    if (kind == node_kind::input || kind == node_kind::variable) {
+      n.op = "placeholder";
+      n.attrs.set("dtype", Graph::specs[p].type);
+      n.attrs.set("shape", Graph::specs[p].dims);
+    } else if (kind == node_kind::constant) {
+      n.op = "const";
+      n.attrs.set("dtype", Graph::specs[p].type);
+      n.attrs.set("shape", shape{});
+      n.attrs.set("value", Graph::constant_values[p]);
+    } else if (kind == node_kind::output || kind == node_kind::transfer) {
+      continue;  // its readers name its op's output, or its source
+    } else if (kind == node_kind::assign) {
+      return errors::invalid_argument("to_graph_def: node ", p, " is an assign; runtime graphs hold no variables");
+    } else {
+      n.op = std::string(Graph::names[p]);
+      n.attrs = attrs_of[p]();
+      for (std::size_t j = 0; j < Graph::num_inputs[p]; ++j) n.inputs.push_back(runtime_name_of<Graph>(Graph::input(p, j)));
+    }
+    if (Graph::placed[p]) n.device = "/device:" + std::string(Graph::device_types[p]);
+    def.nodes.push_back(std::move(n));
+  }
   return def;
 }
 

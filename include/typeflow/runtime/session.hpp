@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -138,21 +139,22 @@ class session {
   status initialize(Var, const tensor& value) {
     constexpr std::size_t p = Graph::template position<Var>();
     static_assert(Graph::kinds[p] == node_kind::variable, "session::initialize(v, value): v must be a variable<...>");
-    if (value.spec() != Graph::specs[p])
-      return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
-                                      ", the variable is ", Graph::specs[p]);
-    if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
-    auto placed = wait_for_tensor([&](tensor_done done) { to_device_async(value, device_of<p>(), std::move(done)); });
-    if (!placed.ok()) return placed.status().with_context(detail::cat("variable '", Graph::names[p], "'").view());
-    if (placed->owns_buffer()) {
-      variables_.write(Graph::variable_index[p], std::move(*placed));
-    } else {
-      auto copy = value.clone();
-      if (!copy.ok()) return std::move(copy).take_status();
-      variables_.write(Graph::variable_index[p], std::move(*copy));
-    }
-    return ok_status();
+    return initialize_at<node_device_index[p]>(p, value);
   }
+  // Sets the variable named `name` as initialize(v, value) does; not_found when the graph has no
+  // variable of that name. One function for every variable, found at run time: what a program
+  // that loads hundreds of weights by name calls, where initialize(v, value) is a function per variable.
+  status initialize(std::string_view name, const tensor& value) {
+    for (std::size_t p : Graph::leaf_positions)
+      if (Graph::kinds[p] == node_kind::variable && Graph::names[p] == name)
+        return [&]<std::size_t... Ds>(std::index_sequence<Ds...>) {
+          status st;
+          (void)((node_device_index[p] == Ds && (st = initialize_at<Ds>(p, value), true)) || ...);
+          return st;
+        }(std::make_index_sequence<group::size>{});
+    return errors::not_found("session::initialize: the graph has no variable named '", name, "'");
+  }
+
   // Sets every element of a variable to `value`.
   template <expression Var, class Number>
     requires std::is_arithmetic_v<Number>
@@ -229,21 +231,45 @@ class session {
     else init_ = pool.status();
   }
 
-  template <std::size_t P>
-  auto& device_of() {
-    return devices_.template get<group::template runs<device_of_node<node_at_t<P, typename Graph::nodes>>>>();
+  // The position in the group of every node's device (an array: a constant per node would be
+  // named after the graph). Functions that take it rather than a node are one per device.
+  template <class List>
+  struct device_indices;
+  template <class... Nodes>
+  struct device_indices<node_list<Nodes...>> {
+    static constexpr std::array<std::size_t, sizeof...(Nodes)> value{group::template runs<device_of_node<Nodes>>...};
+  };
+  static constexpr const auto& node_device_index = device_indices<typename Graph::nodes>::value;
+
+  // Variable p (on device D) set to `value`, as initialize describes.
+  template <std::size_t D>
+  status initialize_at(std::size_t p, const tensor& value) {
+    if (value.spec() != Graph::specs[p])
+      return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
+                                      ", the variable is ", Graph::specs[p]);
+    if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
+    auto placed = wait_for_tensor([&](tensor_done done) { to_device_async(value, devices_.template get<D>(), std::move(done)); });
+    if (!placed.ok()) return placed.status().with_context(detail::cat("variable '", Graph::names[p], "'").view());
+    if (placed->owns_buffer()) {
+      variables_.write(Graph::variable_index[p], std::move(*placed));
+    } else {
+      auto copy = value.clone();
+      if (!copy.ok()) return std::move(copy).take_status();
+      variables_.write(Graph::variable_index[p], std::move(*copy));
+    }
+    return ok_status();
   }
 
-  // What a run gives for the fetch of node P: its tensor, or a host copy of it when the host cannot
-  // read its memory (the node keeps its buffer on the device for the next run).
-  template <std::size_t P>
-  status fetch_to_host(const tensor& t, tensor& out) {
+  // What a run gives for the fetch of node p (on device D): its tensor, or a host copy of it when
+  // the host cannot read its memory (the node keeps its buffer on the device for the next run).
+  template <std::size_t D>
+  status fetch_to_host(std::size_t p, const tensor& t, tensor& out) {
     if (t.space().host_accessible()) {
       out = t;
       return ok_status();
     }
-    auto host = wait_for_tensor([&](tensor_done done) { to_host_async(t, device_of<P>(), std::move(done)); });
-    if (!host.ok()) return host.status().with_context(detail::cat("fetch of node ", P, " (", Graph::names[P], ")").view());
+    auto host = wait_for_tensor([&](tensor_done done) { to_host_async(t, devices_.template get<D>(), std::move(done)); });
+    if (!host.ok()) return host.status().with_context(detail::cat("fetch of node ", p, " (", Graph::names[p], ")").view());
     out = std::move(*host);
     return ok_status();
   }
@@ -377,7 +403,8 @@ class session {
     if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
     else st = executor::run(devices_, *s, env);
     std::array<tensor, sizeof...(Fs)> fetched;
-    (void)((st.ok() && (st = fetch_to_host<Plan::fetches[Fs]>(s->slots[Plan::fetches[Fs]], fetched[Fs]), st.ok())) && ...);
+    (void)((st.ok() && (st = fetch_to_host<node_device_index[Plan::fetches[Fs]]>(Plan::fetches[Fs], s->slots[Plan::fetches[Fs]], fetched[Fs]),
+                         st.ok())) && ...);
     if (!st.ok()) {
       executor::release_leaves(*s);
       release(std::move(s));

@@ -2,8 +2,8 @@
 // static_parallel_executor<Plan, Devices, Registry>: runs a static plan's steps with TensorFlow's
 // parallel algorithm (runtime/detail/parallel_step.hpp, the runtime executor's), on a DAG that the
 // compiler computed: successor lists, initial pending counts, roots and which steps are expensive
-// are constexpr arrays, and each step is a function chosen at compile time (one indirect call per
-// step, no virtual kernel, no std::function).
+// are constexpr arrays, and each step is the static executor's: data and a function chosen at
+// compile time (one indirect call per step, no virtual kernel, no std::function).
 //  - Edges: a step waits for the steps whose nodes it reads (a fused group reads its leaves), and
 //    steps that read or assign one variable keep their order in the plan, so a parallel run
 //    computes what the sequential one does. Input and constant steps are a prologue that the
@@ -53,7 +53,7 @@ class static_parallel_executor {
     const group g = as_device_group(devices);
     for (std::size_t i = 0; i < arrays.num_prologue; ++i) {
       status st;
-      table[arrays.prologue_steps[i]](g, s, env, st, detail::step_completion{});  // never asynchronous
+      steps::start(arrays.prologue_steps[i], g, s, env, st, detail::step_completion{});  // never asynchronous
       if (!st.ok()) return st;
     }
     std::array<std::atomic<std::uint32_t>, num_steps> pending;
@@ -62,17 +62,17 @@ class static_parallel_executor {
     return step.run();
   }
 
-  // The variable a step reads or assigns (graph::size for other steps).
-  template <std::size_t P>
-  static constexpr std::size_t variable_of() {
-    using node = node_at_t<P, nodes>;
-    if constexpr (node::kind == node_kind::variable) return P;
-    else if constexpr (node::kind == node_kind::assign) return graph::position_of_id(node::variable);
-    else return graph::size;
-  }
-  static constexpr std::array<std::size_t, num_steps> variable_of_step = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return std::array<std::size_t, num_steps>{variable_of<Plan::steps[Ks]>()...};
-  }(std::make_index_sequence<num_steps>{});
+  // The variable each step reads or assigns (graph::size for other steps).
+  static constexpr std::array<std::size_t, num_steps> variable_of_step = [] {
+    std::array<std::size_t, num_steps> v{};
+    for (std::size_t k = 0; k < num_steps; ++k) {
+      const std::size_t p = Plan::steps[k];
+      v[k] = graph::kinds[p] == node_kind::variable ? p
+             : graph::kinds[p] == node_kind::assign ? graph::position_of_id(graph::assigned[p])
+                                                     : graph::size;
+    }
+    return v;
+  }();
 
   // The prologue: input and constant steps, which the calling thread runs before the others
   // start, so edges from them are not counted (no atomic operation per edge).
@@ -132,9 +132,7 @@ class static_parallel_executor {
       if (prologue[k]) d.prologue_steps[d.num_prologue++] = static_cast<std::uint32_t>(k);
       else if (d.pending[k] == 0) d.roots[d.num_roots++] = static_cast<std::uint32_t>(k);
     }
-    d.expensive = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-      return std::array<bool, num_steps>{steps::template expensive<Ks>()...};
-    }(std::make_index_sequence<num_steps>{});
+    d.expensive = steps::expensive;
     return d;
   }();
   static_assert(arrays.successor_begin[num_steps] == num_edges,
@@ -148,16 +146,11 @@ class static_parallel_executor {
       std::span<const bool>(arrays.expensive)};
 
  private:
-  using start_fn = bool (*)(const group&, state&, const static_environment&, status&, detail::step_completion);
-  static constexpr std::array<start_fn, num_steps> table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return std::array<start_fn, num_steps>{&steps::template start<Ks, detail::step_completion>...};
-  }(std::make_index_sequence<num_steps>{});
-
   struct body {
     const group& g;
     state& s;
     const static_environment& env;
-    bool start(std::uint32_t k, status& st, detail::step_completion done) const { return table[k](g, s, env, st, done); }
+    bool start(std::uint32_t k, status& st, detail::step_completion done) const { return steps::start(k, g, s, env, st, done); }
   };
 };
 

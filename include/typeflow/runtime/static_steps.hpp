@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+// The steps of a static plan as data, and the functions that run them.
+//
+// A static executor describes each step with a static_step_info (its node, the slots it reads, its
+// static spec, its input or variable number) in a constexpr array, and runs it through a function
+// chosen at compile time: static_steps<Group, State, PlanMemory>::op_step<Op, Kernel, Device, K, N>
+// for an op (one per op value, kernel, device and arity, however many nodes run it: the twelve
+// layers of a transformer share one matmul step), and one function per kind and device for inputs,
+// variables, constants, assigns, output nodes and transfers. None of these functions is named after
+// the graph: a compiler names every function it instantiates, and a name that spelled a graph of k
+// nodes made every one of k per-node functions cost O(k) (docs/design.md, "Compile time").
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include <typeflow/core/detail/format.hpp>
+#include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/core/tensor_spec.hpp>
+#include <typeflow/device/copy.hpp>
+#include <typeflow/graph/node.hpp>
+#include <typeflow/kernels/kernel.hpp>
+#include <typeflow/ops/static_infer.hpp>
+#include <typeflow/runtime/detail/parallel_step.hpp>
+#include <typeflow/runtime/launch.hpp>
+#include <typeflow/runtime/variable_store.hpp>
+
+namespace typeflow {
+
+// What a run reads besides its state: the fed tensors by input number, and the variables.
+struct static_environment {
+  std::span<const tensor* const> feeds;
+  variable_store* variables;
+};
+
+// One step of a static plan, as its run function reads it.
+struct static_step_info {
+  std::size_t node = 0;                       // the node's position: its slot
+  std::string_view name;                      // the node's name (errors say "node 4 (add): ...")
+  tensor_spec spec;                           // the node's static spec (an op's first output's)
+  std::span<const std::size_t> inputs;        // slots read: an op's inputs or a fused group's leaves;
+                                              // an output node's: its op's inputs
+  std::span<const tensor_spec> input_specs;   // their static specs
+  std::size_t output_slot = 0;                // an op's first output's slot; an output node's source slot
+  std::size_t index = 0;                      // an input's input number; a variable's or assign's variable number
+  std::size_t port = 0;                       // an output node's output of its op
+  std::size_t error_node = 0;                 // the node a failed shape inference names (an output node's op)
+  std::string_view error_name;
+  double value = 0;                           // a constant's value
+  bool inputs_known = false;                  // every input's static shape is fully defined
+  bool plannable = false;                     // the memory plan may place its output in the arena
+};
+
+// Kinds of step, as the executors choose their functions.
+enum class static_step_kind : std::uint8_t { op, fused, input, variable, constant, assign, output, transfer };
+
+namespace detail {
+inline status with_step_node(std::size_t node, std::string_view name, const status& st) {
+  return st.with_context(cat("node ", node, " (", name, ")").view());
+}
+}  // namespace detail
+
+// The step functions of a plan run on a device_group type Group with states of type State.
+// run: bool(info, group, state, environment, status&, done): true when the step has finished (its
+// status in st); false when its kernel is asynchronous and took `done`, which it calls when it
+// ends. done == nullptr waits for an asynchronous kernel.
+// infer: status(info, environment, shapes): the node's shape for this run's feeds, from its inputs'.
+template <class Group, class State, bool PlanMemory>
+struct static_steps {
+  using run_fn = bool (*)(const static_step_info&, const Group&, State&, const static_environment&, status&,
+                          const detail::step_completion*);
+  using infer_fn = status (*)(const static_step_info&, const static_environment&, std::span<shape>);
+
+  static status with_node(const static_step_info& i, const status& st) { return detail::with_step_node(i.node, i.name, st); }
+
+  // Reuses the node's buffer when nothing else holds it and it fits; allocates otherwise.
+  template <class Device>
+  static status prepare_output(Device& device, tensor& y, const tensor_spec& spec) {
+    if (y.owns_buffer() && y.use_count() == 1 && y.dtype() == spec.type && y.shape() == spec.dims) return ok_status();
+    auto t = device.allocate(spec.type, spec.dims);
+    if (!t.ok()) return std::move(t).take_status();
+    y = std::move(*t);
+    return ok_status();
+  }
+
+  // A host tensor (a feed, a constant) as node i's value on device D: the same tensor when the
+  // device reads host memory (or it is on that device already), else a copy into i's buffer there.
+  template <std::size_t D>
+  static status to_device(const static_step_info& i, const Group& g, const tensor& x, tensor& y) {
+    auto& device = g.template get<D>();
+    if (reads_in_place(x, device)) {
+      y = x;
+      return ok_status();
+    }
+    if (!x.space().host_accessible()) return with_node(i, unreadable(x, device));
+    if (auto st = prepare_output(device, y, x.spec()); !st.ok()) return with_node(i, st);
+    status st = wait_for_done([&](kernel_done done) { copy_into_async(x, device, y, device, std::move(done)); });
+    if (st.ok()) return st;
+    y = tensor();  // not a constant's value, nor a feed's
+    return with_node(i, st);
+  }
+
+  template <std::size_t D>
+  struct input_step {
+    static constexpr bool expensive = false;
+    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
+                    const detail::step_completion*) {
+      st = to_device<D>(i, g, *env.feeds[i.index], s.slots[i.node]);
+      return true;
+    }
+    static status infer(const static_step_info& i, const static_environment& env, std::span<shape> sh) {
+      sh[i.node] = env.feeds[i.index]->shape();
+      return ok_status();
+    }
+  };
+
+  // Steps whose shape is the static one (variables, constants) or their input's (assigns, transfers).
+  static status infer_static(const static_step_info& i, const static_environment&, std::span<shape> sh) {
+    sh[i.node] = i.spec.dims;
+    return ok_status();
+  }
+  static status infer_same(const static_step_info& i, const static_environment&, std::span<shape> sh) {
+    sh[i.node] = sh[i.inputs[0]];
+    return ok_status();
+  }
+
+  struct variable_step {
+    static constexpr bool expensive = false;
+    static constexpr infer_fn infer = &infer_static;
+    static bool run(const static_step_info& i, const Group&, State& s, const static_environment& env, status& st,
+                    const detail::step_completion*) {
+      st = env.variables->read(i.index, i.name, s.slots[i.node]);
+      return true;
+    }
+  };
+
+  template <std::size_t D, class T>
+  struct constant_step {
+    static constexpr bool expensive = false;
+    static constexpr infer_fn infer = &infer_static;
+    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+                    const detail::step_completion*) {
+      tensor& y = s.slots[i.node];
+      st = ok_status();
+      if (y.owns_buffer()) return true;
+      auto t = tensor::scalar<T>(static_cast<T>(i.value));
+      if (!t.ok()) st = std::move(t).take_status();
+      else st = to_device<D>(i, g, *t, y);
+      return true;
+    }
+  };
+
+  struct assign_step {
+    static constexpr bool expensive = false;
+    static constexpr infer_fn infer = &infer_same;
+    static bool run(const static_step_info& i, const Group&, State& s, const static_environment& env, status& st,
+                    const detail::step_completion*) {
+      s.slots[i.node] = s.slots[i.inputs[0]];
+      env.variables->write(i.index, s.slots[i.node]);
+      st = ok_status();
+      return true;
+    }
+  };
+
+  // An output node of an op with several: a share of the tensor its op wrote. Its shape is its
+  // op's output `port`, inferred from the op's inputs.
+  template <auto Op, std::size_t K>
+  struct output_step {
+    static constexpr bool expensive = false;
+    static bool run(const static_step_info& i, const Group&, State& s, const static_environment&, status& st,
+                    const detail::step_completion*) {
+      s.slots[i.node] = s.slots[i.output_slot];
+      st = ok_status();
+      return true;
+    }
+    static status infer(const static_step_info& i, const static_environment&, std::span<shape> sh) {
+      return infer_op_shape<Op, K>(i, sh);
+    }
+  };
+
+  // A transfer from device From to device To: its input's value on To; the same tensor when both
+  // read host memory, else a copy through the policies into its own buffer.
+  template <std::size_t From, std::size_t To>
+  struct transfer_step {
+    static constexpr bool expensive = false;
+    static constexpr infer_fn infer = &infer_same;
+    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+                    const detail::step_completion* done) {
+      st = ok_status();
+      const tensor& x = s.slots[i.inputs[0]];
+      tensor& y = s.slots[i.node];
+      if constexpr (From == To) {
+        y = x;
+        return true;
+      } else {
+        auto& source = g.template get<From>();
+        auto& target = g.template get<To>();
+        if (reads_in_place(x, target)) {
+          y = x;
+          return true;
+        }
+        if (st = prepare_output(target, y, x.spec()); !st.ok()) return st = with_node(i, st), true;
+        if (done == nullptr) {
+          st = wait_for_done([&](kernel_done d) { copy_into_async(x, source, y, target, std::move(d)); });
+          if (!st.ok()) st = with_node(i, st);
+          return true;
+        }
+        copy_into_async(x, source, y, target, [done = *done, node = i.node, name = i.name](status r) {
+          done(r.ok() ? std::move(r) : detail::with_step_node(node, name, r));
+        });
+        return false;
+      }
+    }
+  };
+
+  // Output `port` of Op from the K inputs' shapes in sh, into sh[i.node]; a static shape as it is.
+  template <auto Op, std::size_t K>
+  static status infer_op_shape(const static_step_info& i, std::span<shape> sh) {
+    if (i.spec.dims.is_fully_defined()) {
+      sh[i.node] = i.spec.dims;
+      return ok_status();
+    }
+    std::array<tensor_spec, K> specs;
+    for (std::size_t k = 0; k < K; ++k) specs[k] = tensor_spec{i.input_specs[k].type, sh[i.inputs[k]]};
+    auto spec = typeflow::infer(Op, std::span<const tensor_spec>(specs), i.port);
+    if (!spec.ok()) return detail::with_step_node(i.error_node, i.error_name, spec.status());
+    sh[i.node] = spec->dims;
+    return ok_status();
+  }
+
+  // An op (or a fused group) with K inputs and N outputs run by Kernel on device D, through the
+  // launch path (runtime/launch.hpp). Its outputs are the slots output_slot.. output_slot + N: an
+  // intermediate of the memory plan already points into the arena (a run-time shape was inferred
+  // when the plan was made); any other keeps its own buffer from run to run (prepare_output). A
+  // spec is inferred from this run's inputs unless it is static and so are the inputs' shapes, so
+  // a static output of an input with a run-time dimension (reshape to [6], top_k) is checked every run.
+  template <auto Op, class Kernel, std::size_t D, std::size_t K, std::size_t N>
+  struct op_step {
+    static constexpr bool expensive = is_expensive<Kernel>;
+
+    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+                    const detail::step_completion* done) {
+      auto& device = g.template get<D>();
+      std::array<tensor, K> in;
+      for (std::size_t k = 0; k < K; ++k) in[k] = s.slots[i.inputs[k]].view();
+      const std::span<tensor> ys(&s.slots[i.output_slot], N);
+      const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
+      void* const planned_at = ys[0].data();
+      const bool known = i.inputs_known && i.spec.dims.is_fully_defined();
+      // In the arena, the plan was made for this run's shapes; only a static output of an input
+      // with a run-time dimension still needs its inference, as a check.
+      const bool check_in_arena = !i.inputs_known && i.spec.dims.is_fully_defined();
+      if (!in_arena || check_in_arena) {
+        std::array<tensor_spec, K> in_specs{};
+        if (!known || N > 1)
+          for (std::size_t k = 0; k < K; ++k) in_specs[k] = in[k].spec();
+        const bool prepared = prepare_outputs(
+            N, st,
+            [&](std::size_t o, tensor_spec& scratch, status& error) -> const tensor_spec* {
+              if (o == 0 && known) return &i.spec;
+              return inferred_spec(typeflow::infer(Op, std::span<const tensor_spec>(in_specs), o), scratch, error);
+            },
+            [&](std::size_t o, const tensor_spec& spec, status& error) {
+              if (in_arena) return true;
+              error = prepare_output(device, ys[o], spec);
+              return error.ok();
+            });
+        if (!prepared) return st = with_node(i, st), true;
+      }
+      // The plan gave this output its place in the arena; a kernel that put a view of another
+      // buffer there instead would outlive that buffer's planned lifetime.
+      // in_arena is init-captured: without PlanMemory it is a constant expression, and Clang 19
+      // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
+      auto finish = [&i, ys, in_arena = in_arena, planned_at](status& result) {
+        if (!result.ok()) result = with_node(i, result);
+        else if (in_arena && ys[0].data() != planned_at)
+          result = with_node(i, errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
+      };
+      if (done != nullptr) return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish, *done);
+      return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish);
+    }
+
+    static status infer(const static_step_info& i, const static_environment&, std::span<shape> sh) {
+      return infer_op_shape<Op, K>(i, sh);
+    }
+  };
+};
+
+}  // namespace typeflow
