@@ -9,15 +9,18 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
   - a unit that runs a runtime graph on the default registry: on its own (it instantiates every
     kernel of the registry), with registry/extern_kernels.hpp (the kernels compiled elsewhere), and
     the one unit that compiles them (registry/instantiate_kernels.hpp), against the same baseline;
-  - static graphs of 64, 256 and 1024 trivial nodes (a chain of adds) and residual stacks
+  - static graphs of 64, 256, 1024 and 4096 trivial nodes (a chain of adds), a layered random DAG
+    of 1024 adds (two inputs a node) and residual stacks
     x = relu(matmul(x, w_i)) + x of 16, 64 and 256 blocks (4 nodes a block), each built, planned,
-    put in a session and run once, against the same include-only baseline.
+    put in a session and run once, against the same include-only baseline;
+  - examples/transformer.cpp, the 12-layer transformer encoder, against the same baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
 """
 import json
 import os
 import pathlib
+import random
 import statistics
 import subprocess
 import sys
@@ -106,7 +109,7 @@ int main() {{
                          ("instantiate_kernels.hpp (once per program)", "kernels.cpp")):
         if wanted(case):
             report(case, measure(tmp / source, reps=1), base, "#include <typeflow/typeflow.hpp>")
-    for n in (64, 256, 1024):
+    for n in (64, 256, 1024, 4096):
         if not wanted(f"static graph, chain of {n} nodes"):
             continue
         lines = [f"constexpr auto n{i} = n{i - 1} + x;" for i in range(1, n)]
@@ -123,6 +126,42 @@ int main() {{
         (tmp / f"residual_{blocks}.cpp").write_text(graph_source("x", lines, f"n{blocks}", "2, 8"))
         report(f"static graph, residual stack of {blocks} blocks", measure(tmp / f"residual_{blocks}.cpp", reps=1),
                base, "#include <typeflow/typeflow.hpp>")
+    # A layered random DAG of 1024 adds: 31 layers of 32 nodes, node j of a layer the sum of node j
+    # of the layer before it and a node drawn (fixed seed) from any earlier layer, the last layer
+    # summed by a tree: every node is live.
+    case = "static graph, layered random DAG of 1024 nodes"
+    if wanted(case):
+        rng = random.Random(17)
+        layers, width = 32, 32
+        names = [[f"x"]]
+        lines = []
+        for l in range(1, layers):
+            row = []
+            earlier = [n for r in names for n in r]
+            for j in range(width):
+                a, b = names[-1][j % len(names[-1])], rng.choice(earlier)
+                lines.append(f"constexpr auto d{l}_{j} = {a} + {b};")
+                row.append(f"d{l}_{j}")
+            names.append(row)
+        level = names[-1]
+        k = 0
+        while len(level) > 1:
+            nxt = []
+            for i in range(0, len(level) - 1, 2):
+                lines.append(f"constexpr auto s{k} = {level[i]} + {level[i + 1]};")
+                nxt.append(f"s{k}")
+                k += 1
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        (tmp / "dag_1024.cpp").write_text(graph_source("x", lines, level[0], "2"))
+        report(case, measure(tmp / "dag_1024.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
+    # The 12-layer transformer encoder (examples/transformer.cpp): its static graph of about 600
+    # nodes in a session on two policies, the hand-written Eigen network, and the same graph as a
+    # runtime graph (kernels extern).
+    case = "examples/transformer.cpp (12 layers, static + runtime graph)"
+    if wanted(case):
+        report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     for test in sorted((root / "test" / "unit").glob("test_*.cpp")):
         if not wanted(f"unit test {test.stem}"):
             continue

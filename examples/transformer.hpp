@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// A transformer encoder as one static graph (models::transformer<Config>), with deterministic
+// weights, and the same network written by hand against Eigen: the reference the example checks
+// against and the benchmark compares with.
+//
+// Each layer is BERT's (post-norm):
+//   q, k, v = x wq + bq, x wk + bk, x wv + bv          [batch, seq, hidden], split into heads
+//   a       = softmax(q k^T / sqrt(head size)) v       per head, heads joined again
+//   x1      = layer_norm(x + (a wo + bo))
+//   y       = layer_norm(x1 + (gelu(x1 w1 + b1) w2 + b2))
+// The layers are one template, layer<L>, stamped out by index: its variables are named
+// "layer<L>/..." (tf::scoped_name), so the twelve layers are twelve sets of weights.
+#pragma once
+
+#include <typeflow/typeflow.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "models.hpp"
+
+namespace models {
+
+struct transformer_config {
+  int layers;
+  int hidden;
+  int heads;
+  int ffn;       // the feed-forward block's inner width
+  int sequence;  // tokens per example
+};
+
+// 1 / sqrt(v) at compile time (Newton's iteration; std::sqrt is not constexpr in C++20).
+constexpr double inverse_sqrt(double v) {
+  double s = v > 1 ? v / 2 : 1;
+  for (int i = 0; i < 64; ++i) s = (s + v / s) / 2;
+  return 1 / s;
+}
+
+template <transformer_config C>
+struct transformer {
+  static_assert(C.layers >= 1 && C.hidden % C.heads == 0, "transformer: hidden must be a multiple of heads");
+  static constexpr const char* name = "transformer";
+  static constexpr int layers = C.layers;
+  static constexpr std::int64_t S = C.sequence, H = C.hidden, A = C.heads, D = C.hidden / C.heads, F = C.ffn;
+
+  static constexpr auto x = tf::input<"x", float, static_shape<dyn, S, H>>;
+
+  // [?, S, H] -> [?, A, S, D] and back.
+  template <class X>
+  static constexpr auto split_heads(X t) {
+    return tf::apply<tf::ops::transpose{.perm = {0, 2, 1, 3}}>(tf::reshape<tf::shape{dyn, S, A, D}>(t));
+  }
+  template <class X>
+  static constexpr auto join_heads(X t) {
+    return tf::reshape<tf::shape{dyn, S, H}>(tf::apply<tf::ops::transpose{.perm = {0, 2, 1, 3}}>(t));
+  }
+
+  template <int L>
+  struct layer {
+    // A float variable of layer L named "layer<L><suffix>", as TensorFlow's name scopes would.
+    template <tf::fixed_string Suffix, std::int64_t... Dims>
+    static constexpr auto var = tf::variable<tf::scoped_name<"layer", L, Suffix>, float, static_shape<Dims...>>;
+    static constexpr auto wq = var<"/attention/wq", H, H>;
+    static constexpr auto bq = var<"/attention/bq", H>;
+    static constexpr auto wk = var<"/attention/wk", H, H>;
+    static constexpr auto bk = var<"/attention/bk", H>;
+    static constexpr auto wv = var<"/attention/wv", H, H>;
+    static constexpr auto bv = var<"/attention/bv", H>;
+    static constexpr auto wo = var<"/attention/wo", H, H>;
+    static constexpr auto bo = var<"/attention/bo", H>;
+    static constexpr auto g1 = var<"/attention/norm/scale", H>;
+    static constexpr auto c1 = var<"/attention/norm/offset", H>;
+    static constexpr auto w1 = var<"/ffn/w1", H, F>;
+    static constexpr auto b1 = var<"/ffn/b1", F>;
+    static constexpr auto w2 = var<"/ffn/w2", F, H>;
+    static constexpr auto b2 = var<"/ffn/b2", H>;
+    static constexpr auto g2 = var<"/ffn/norm/scale", H>;
+    static constexpr auto c2 = var<"/ffn/norm/offset", H>;
+
+    template <class X>
+    static constexpr auto apply(X in) {
+      const auto q = split_heads(tf::matmul(in, wq) + bq);  // [?, A, S, D]
+      const auto k = split_heads(tf::matmul(in, wk) + bk);
+      const auto v = split_heads(tf::matmul(in, wv) + bv);
+      const auto scores = tf::apply<tf::ops::matmul{.transpose_b = true}>(q, k) * tf::scalar<inverse_sqrt(D)>;  // [?, A, S, S]
+      const auto attended = join_heads(tf::matmul(tf::softmax(scores), v));                                  // [?, S, H]
+      const auto x1 = tf::apply<tf::ops::layer_norm{}>(in + (tf::matmul(attended, wo) + bo), g1, c1);
+      const auto ffn = tf::matmul(tf::gelu(tf::matmul(x1, w1) + b1), w2) + b2;
+      return tf::apply<tf::ops::layer_norm{}>(x1 + ffn, g2, c2);
+    }
+
+    // Every variable of the layer with the member of layer_weights that holds its value.
+    template <class F2>
+    static void for_each_variable(F2&& f) {
+      f(wq, &layer_weights::wq), f(bq, &layer_weights::bq), f(wk, &layer_weights::wk), f(bk, &layer_weights::bk);
+      f(wv, &layer_weights::wv), f(bv, &layer_weights::bv), f(wo, &layer_weights::wo), f(bo, &layer_weights::bo);
+      f(g1, &layer_weights::g1), f(c1, &layer_weights::c1), f(w1, &layer_weights::w1), f(b1, &layer_weights::b1);
+      f(w2, &layer_weights::w2), f(b2, &layer_weights::b2), f(g2, &layer_weights::g2), f(c2, &layer_weights::c2);
+    }
+  };
+
+  template <int L, class X>
+  static constexpr auto encode(X in) {
+    if constexpr (L == C.layers) return in;
+    else return encode<L + 1>(layer<L>::apply(in));
+  }
+  static constexpr auto y = encode<0>(x);  // [?, S, H]
+  using graph = decltype(tf::graph(y));
+
+  struct layer_weights {
+    tf::tensor wq, bq, wk, bk, wv, bv, wo, bo, g1, c1, w1, b1, w2, b2, g2, c2;
+    explicit layer_weights(int l) {
+      const double p = 16.0 * l, h = 1 / std::sqrt(double(H)), f = 1 / std::sqrt(double(F));
+      wq = pattern(tf::shape{H, H}, h, p + 0.1), bq = pattern(tf::shape{H}, 0.05, p + 0.2);
+      wk = pattern(tf::shape{H, H}, h, p + 0.3), bk = pattern(tf::shape{H}, 0.05, p + 0.4);
+      wv = pattern(tf::shape{H, H}, h, p + 0.5), bv = pattern(tf::shape{H}, 0.05, p + 0.6);
+      wo = pattern(tf::shape{H, H}, h, p + 0.7), bo = pattern(tf::shape{H}, 0.05, p + 0.8);
+      g1 = near_one(p + 0.9), c1 = pattern(tf::shape{H}, 0.05, p + 1.0);
+      w1 = pattern(tf::shape{H, F}, h, p + 1.1), b1 = pattern(tf::shape{F}, 0.05, p + 1.2);
+      w2 = pattern(tf::shape{F, H}, f, p + 1.3), b2 = pattern(tf::shape{H}, 0.05, p + 1.4);
+      g2 = near_one(p + 1.5), c2 = pattern(tf::shape{H}, 0.05, p + 1.6);
+    }
+    static tf::tensor near_one(double phase) {
+      tf::tensor t = pattern(tf::shape{H}, 0.1, phase);
+      for (float& v : t.unchecked_values<float>()) v += 1;
+      return t;
+    }
+  };
+  struct weights {
+    std::vector<layer_weights> layers;
+    weights() {
+      for (int l = 0; l < C.layers; ++l) layers.emplace_back(l);
+    }
+  };
+
+  template <class F2>
+  static void for_each_variable(F2&& f) {
+    [&]<int... Ls>(std::integer_sequence<int, Ls...>) {
+      (layer<Ls>::for_each_variable([&](auto var, auto member) { f(var, member, Ls); }), ...);
+    }(std::make_integer_sequence<int, C.layers>{});
+  }
+
+  // Every variable's name with its value.
+  static std::vector<std::pair<std::string, tf::tensor>> named_weights(const weights& w) {
+    std::vector<std::pair<std::string, tf::tensor>> named;
+    for_each_variable([&](auto var, auto member, int l) {
+      named.emplace_back(std::string(decltype(var)::node::name), w.layers[l].*member);
+    });
+    return named;
+  }
+
+  // Sets every variable of a session by name (one call for all of them, where initialize(var,
+  // value) would be a function per variable).
+  template <class Session>
+  static tf::status initialize(Session& s, const weights& w) {
+    tf::status st;
+    for (const auto& [name, value] : named_weights(w)) st.update(s.initialize(name, value));
+    return st;
+  }
+
+  // The runtime graph's feeds: x and every variable (a runtime graph's variables are placeholders).
+  static std::vector<std::pair<std::string, tf::tensor>> runtime_feeds(const tf::tensor& in, const weights& w) {
+    auto feeds = named_weights(w);
+    feeds.emplace_back("x", in);
+    return feeds;
+  }
+
+  static tf::tensor input(std::int64_t batch) { return pattern(tf::shape{batch, S, H}, 1.0, 0.0); }
+
+  // The hand-written forward pass. Dense layers are Eigen contractions over all batch * seq rows
+  // on the device's threads with the bias (and GELU) as one expression; attention reads each head
+  // in place (strided maps, no transposes), one (example, head) pair per task, with Eigen's matrix
+  // product; layer norm is a loop over rows. The scratch tensors are the caller's.
+  struct eigen_forward {
+    using matrix_map = Eigen::Map<row_major, 0, Eigen::OuterStride<>>;
+    using const_matrix_map = Eigen::Map<const row_major, 0, Eigen::OuterStride<>>;
+    std::int64_t rows;
+    tf::tensor mid, q, k, v, attended, sum, inner, scores, out;
+    explicit eigen_forward(std::int64_t batch)
+        : rows(batch * S),
+          mid(alloc({rows, H})), q(alloc({rows, H})), k(alloc({rows, H})), v(alloc({rows, H})),
+          attended(alloc({rows, H})), sum(alloc({rows, H})), inner(alloc({rows, F})), scores(alloc({batch * A, S, S})),
+          out(alloc({batch, S, H})) {}
+    static tf::tensor alloc(const tf::shape& s) { return *tf::tensor::allocate(tf::dtype::f32, s); }
+
+    // fn(i) for i in [0, n), on the device's threads when it has a pool.
+    template <class EigenDevice, class Fn>
+    static void parallel(const EigenDevice& d, std::int64_t n, double cost, Fn fn) {
+      if constexpr (std::is_same_v<EigenDevice, Eigen::ThreadPoolDevice>)
+        d.parallelFor(n, Eigen::TensorOpCost(0, 0, cost), [&](Eigen::Index a, Eigen::Index b) {
+          for (Eigen::Index i = a; i < b; ++i) fn(i);
+        });
+      else
+        for (std::int64_t i = 0; i < n; ++i) fn(i);
+    }
+
+    // out = in weights + bias, then GELU when asked.
+    template <class EigenDevice>
+    static void dense(const EigenDevice& d, const tf::tensor& in, const tf::tensor& weights, const tf::tensor& bias,
+                      tf::tensor& out, bool gelu) {
+      using cmap2 = Eigen::TensorMap<Eigen::Tensor<const float, 2, Eigen::RowMajor, Eigen::Index>>;
+      const Eigen::Index n = in.num_elements() / in.dim(in.rank() - 1), kk = weights.dim(0), m = weights.dim(1);
+      const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+      Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor, Eigen::Index>> y(out.unchecked_data<float>(), n, m);
+      const auto b = cmap2(bias.unchecked_data<const float>(), 1, m).broadcast(Eigen::array<Eigen::Index, 2>{n, 1});
+      y.device(d) = cmap2(in.unchecked_data<const float>(), n, kk).contract(cmap2(weights.unchecked_data<const float>(), kk, m), dims);
+      if (gelu) y.device(d) = 0.5f * (y + b) * (1.0f + ((y + b) * 0.7071067811865476f).erf());
+      else y.device(d) = y + b;
+    }
+
+    // out = layer_norm(a + b) over each row of H, with scale g and offset c.
+    template <class EigenDevice>
+    void add_norm(const EigenDevice& d, const tf::tensor& a, const tf::tensor& b, const tf::tensor& g,
+                  const tf::tensor& c, tf::tensor& y) const {
+      const float* ap = a.unchecked_data<const float>();
+      const float* bp = b.unchecked_data<const float>();
+      float* yp = y.unchecked_data<float>();
+      const auto gv = Eigen::Map<const Eigen::ArrayXf>(g.unchecked_data<const float>(), H);
+      const auto cv = Eigen::Map<const Eigen::ArrayXf>(c.unchecked_data<const float>(), H);
+      parallel(d, rows, 8.0 * H, [&](std::int64_t r) {
+        Eigen::Map<Eigen::ArrayXf> row(yp + r * H, H);
+        row = Eigen::Map<const Eigen::ArrayXf>(ap + r * H, H) + Eigen::Map<const Eigen::ArrayXf>(bp + r * H, H);
+        const float mean = row.mean();
+        const float variance = (row - mean).square().mean();
+        row = (row - mean) * (1.0f / std::sqrt(variance + 1e-5f)) * gv + cv;
+      });
+    }
+
+    // attended = softmax(q k^T / sqrt(D)) v for every (example, head), heads read in place.
+    template <class EigenDevice>
+    void attention(const EigenDevice& d) {
+      const float scale = static_cast<float>(inverse_sqrt(D));
+      parallel(d, rows / S * A, 4.0 * S * S * D, [&](std::int64_t t) {
+        const std::int64_t b = t / A, h = t % A, first = b * S * H + h * D;
+        const const_matrix_map qh(q.unchecked_data<const float>() + first, S, D, Eigen::OuterStride<>(H));
+        const const_matrix_map kh(k.unchecked_data<const float>() + first, S, D, Eigen::OuterStride<>(H));
+        const const_matrix_map vh(v.unchecked_data<const float>() + first, S, D, Eigen::OuterStride<>(H));
+        Eigen::Map<row_major> p(scores.unchecked_data<float>() + t * S * S, S, S);
+        p.noalias() = (qh * scale) * kh.transpose();
+        softmax_rows(p);
+        matrix_map(attended.unchecked_data<float>() + first, S, D, Eigen::OuterStride<>(H)).noalias() = p * vh;
+      });
+    }
+
+    template <class EigenDevice>
+    const tf::tensor& operator()(const EigenDevice& d, const tf::tensor& in, const weights& w) {
+      const tf::tensor* cur = &in;
+      for (int l = 0; l < C.layers; ++l) {
+        const layer_weights& lw = w.layers[l];
+        dense(d, *cur, lw.wq, lw.bq, q, false);
+        dense(d, *cur, lw.wk, lw.bk, k, false);
+        dense(d, *cur, lw.wv, lw.bv, v, false);
+        attention(d);
+        dense(d, attended, lw.wo, lw.bo, sum, false);
+        add_norm(d, *cur, sum, lw.g1, lw.c1, mid);
+        dense(d, mid, lw.w1, lw.b1, inner, true);
+        dense(d, inner, lw.w2, lw.b2, sum, false);
+        add_norm(d, mid, sum, lw.g2, lw.c2, out);
+        cur = &out;
+      }
+      return out;
+    }
+  };
+};
+
+}  // namespace models
