@@ -156,9 +156,9 @@ int main() {{
             level = nxt
         (tmp / "dag_1024.cpp").write_text(graph_source("x", lines, level[0], "2"))
         report(case, measure(tmp / "dag_1024.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
-    # The 12-layer transformer encoder (examples/transformer.cpp): its static graph of about 600
-    # nodes in a session on two policies, the hand-written Eigen network, and the same graph as a
-    # runtime graph (kernels extern).
+    # The 12-layer transformer encoder (examples/transformer.cpp): its static graph of about 530
+    # nodes in static sessions on cpu, thread_pool and the parallel executor, the hand-written Eigen
+    # network, and the same graph as a runtime graph on two policies (kernels extern).
     case = "examples/transformer.cpp (12 layers, static + runtime graph)"
     if wanted(case):
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")

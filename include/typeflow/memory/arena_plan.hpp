@@ -97,11 +97,15 @@ constexpr std::size_t max_live_bytes(const std::array<buffer_lifetime, N>& buffe
 namespace detail {
 
 // The placement, on any indexable storage: std::array in a constant expression, std::vector at run
-// time. Writes offset[i] for the n buffers (size, order and near are scratch of n entries) and
-// returns the arena's size. O(M^2) for M non-empty buffers, with M log M sorts.
+// time. Writes offset[i] for the n buffers (size, order and placed are scratch of n entries) and
+// returns the arena's size. Largest first, each buffer goes into the smallest gap that the placed
+// buffers live with it leave (or above them all). The placed buffers are kept sorted by offset, so
+// placing one is a walk over them: O(M^2) for M non-empty buffers and no sort per buffer (a
+// constant expression that sorted per buffer ran out of the compiler's operations for a graph of a
+// thousand intermediates with long lifetimes).
 template <class Buffers, class Indices>
 constexpr std::size_t place_buffers(const Buffers& buffers, std::size_t n, std::size_t alignment, Indices& offset,
-                                    Indices& size, Indices& order, Indices& near) {
+                                    Indices& size, Indices& order, Indices& placed) {
   std::size_t m = 0;
   for (std::size_t i = 0; i < n; ++i) {
     size[i] = round_up(buffers[i].bytes, alignment);
@@ -112,41 +116,45 @@ constexpr std::size_t place_buffers(const Buffers& buffers, std::size_t n, std::
   std::size_t arena_bytes = 0;
   for (std::size_t k = 0; k < m; ++k) {  // largest first, then by index
     const std::size_t b = order[k];
-    std::size_t count = 0;  // the placed buffers live with the one being placed
-    for (std::size_t p = 0; p < k; ++p)
-      if (lifetimes_overlap(buffers[order[p]], buffers[b])) near[count++] = order[p];
-    const auto below = [&](std::size_t x, std::size_t y) { return offset[x] < offset[y]; };
-    sort_prefix(near, count, below);
-    // The smallest gap between (or below) those that fits; above the highest when none does.
+    // The smallest gap between (or below) the placed buffers live with b that fits; above the
+    // highest when none does.
     std::size_t best = 0;
     std::size_t best_gap = 0;
     bool found = false;
     std::size_t end = 0;  // where the region below the next placed buffer starts
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t o = offset[near[i]];
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::size_t q = placed[i];
+      if (!lifetimes_overlap(buffers[q], buffers[b])) continue;
+      const std::size_t o = offset[q];
       if (o >= end && o - end >= size[b] && (!found || o - end < best_gap)) {
         best = end;
         best_gap = o - end;
         found = true;
       }
-      if (o + size[near[i]] > end) end = o + size[near[i]];
+      if (o + size[q] > end) end = o + size[q];
     }
     offset[b] = found ? best : end;
     if (offset[b] + size[b] > arena_bytes) arena_bytes = offset[b] + size[b];
+    std::size_t at = k;  // insert b after the placed buffers at or below its offset
+    while (at > 0 && offset[placed[at - 1]] > offset[b]) {
+      placed[at] = placed[at - 1];
+      --at;
+    }
+    placed[at] = b;
   }
   return arena_bytes;
 }
 
 }  // namespace detail
 
-// Places the buffers; alignment must be a power of two. O(M^2) for M non-empty buffers, with
-// M log M sorts (a graph of a thousand intermediates stays well inside the compiler's limits on
-// constant evaluation).
+// Places the buffers; alignment must be a power of two. O(M^2) for M non-empty buffers, with one
+// M log M sort (a graph of a thousand intermediates stays inside the compiler's limits on constant
+// evaluation).
 template <std::size_t N>
 constexpr arena_layout<N> plan_arena(const std::array<buffer_lifetime, N>& buffers, std::size_t alignment) {
   arena_layout<N> layout{};
-  std::array<std::size_t, N> size{}, order{}, near{};
-  layout.arena_bytes = detail::place_buffers(buffers, N, alignment, layout.offset, size, order, near);
+  std::array<std::size_t, N> size{}, order{}, placed{};
+  layout.arena_bytes = detail::place_buffers(buffers, N, alignment, layout.offset, size, order, placed);
   for (std::size_t i = 0; i < N; ++i) layout.total_bytes += size[i];
   layout.lower_bound = max_live_bytes(buffers, alignment);
   return layout;
@@ -162,8 +170,8 @@ struct run_time_arena_layout {
 inline run_time_arena_layout plan_arena(std::span<const buffer_lifetime> buffers, std::size_t alignment) {
   run_time_arena_layout layout;
   layout.offset.assign(buffers.size(), 0);
-  std::vector<std::size_t> size(buffers.size()), order(buffers.size()), near(buffers.size());
-  layout.arena_bytes = detail::place_buffers(buffers, buffers.size(), alignment, layout.offset, size, order, near);
+  std::vector<std::size_t> size(buffers.size()), order(buffers.size()), placed(buffers.size());
+  layout.arena_bytes = detail::place_buffers(buffers, buffers.size(), alignment, layout.offset, size, order, placed);
   return layout;
 }
 
