@@ -290,6 +290,9 @@ TEST_CASE("session: variables are initialised by name, and an unknown name or a 
   auto wrong = s.initialize("b", *tf::tensor::from_values<float>({1, 2}));
   CHECK(wrong.code() == tf::status_code::invalid_argument);
   CHECK(std::string(wrong.message()) == "variable 'b': initial value is f32[2], the variable is f32[3]");
+  auto empty = s.initialize("b", tf::tensor());
+  CHECK(empty.code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(empty.message()), Catch::StartsWith("variable 'b': initial value"));
 }
 
 TEST_CASE("scoped_name: a node name built from a prefix, an index and a suffix") {

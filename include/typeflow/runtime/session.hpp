@@ -51,6 +51,7 @@
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/runtime/static_executor.hpp>
 #include <typeflow/runtime/static_parallel_executor.hpp>
+#include <typeflow/runtime/static_steps.hpp>
 #include <typeflow/runtime/variable_store.hpp>
 
 namespace typeflow {
@@ -231,15 +232,8 @@ class session {
     else init_ = pool.status();
   }
 
-  // The position in the group of every node's device (an array: a constant per node would be
-  // named after the graph). Functions that take it rather than a node are one per device.
-  template <class List>
-  struct device_indices;
-  template <class... Nodes>
-  struct device_indices<node_list<Nodes...>> {
-    static constexpr std::array<std::size_t, sizeof...(Nodes)> value{group::template runs<device_of_node<Nodes>>...};
-  };
-  static constexpr const auto& node_device_index = device_indices<typename Graph::nodes>::value;
+  // The position in the group of every node's device.
+  static constexpr const auto& node_device_index = node_device_indices<group, typename Graph::nodes>::value;
 
   // Variable p (on device D) set to `value`, as initialize describes.
   template <std::size_t D>

@@ -71,27 +71,15 @@ class static_executor {
   using memory = static_memory_plan<Plan>;
   using steps = static_steps<group, state, PlanMemory>;
 
-  // The position in the group of the device that runs each node, and its policy type. Arrays, not
-  // a constant per node: a constant per node would be named after the graph.
-  template <class List>
-  struct device_indices;
-  template <class... Ns>
-  struct device_indices<node_list<Ns...>> {
-    static constexpr std::array<std::size_t, sizeof...(Ns)> value{group::template runs<device_of_node<Ns>>...};
-  };
-  static constexpr const auto& node_device = device_indices<nodes>::value;
+  // The position in the group of the device that runs each node, and its policy type.
+  static constexpr const auto& node_device = node_device_indices<group, nodes>::value;
   template <std::size_t P>
   using device_t = typename group::template type<node_device[P]>;
-
-  // The position in the group of each step's device type (group::size when the group lacks it).
-  static constexpr std::array<std::size_t, num_steps> step_device_in_group = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return std::array<std::size_t, num_steps>{group::template index_of<device_of_node<node_at_t<Plan::steps[Ks], nodes>>>...};
-  }(std::make_index_sequence<num_steps>{});
 
   // The first node the plan runs on a device type the group lacks, or graph::size.
   static constexpr std::size_t first_unknown_device = [] {
     for (std::size_t k = 0; k < num_steps; ++k)
-      if (step_device_in_group[k] == group::size) return Plan::steps[k];
+      if (node_device_indices<group, nodes>::in_group[Plan::steps[k]] == group::size) return Plan::steps[k];
     return graph::size;
   }();
 

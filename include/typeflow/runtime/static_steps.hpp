@@ -24,6 +24,7 @@
 #include <typeflow/core/tensor_spec.hpp>
 #include <typeflow/device/copy.hpp>
 #include <typeflow/graph/node.hpp>
+#include <typeflow/graph/node_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/static_infer.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
@@ -31,6 +32,18 @@
 #include <typeflow/runtime/variable_store.hpp>
 
 namespace typeflow {
+
+// The position in Group of the device that runs each node of List (`value`), and of its device type
+// (`in_group`: Group::size when the group lacks it). Arrays, not a constant per node (a constant per
+// node would be named after the graph); functions that take a position in them rather than a node
+// are one per device.
+template <class Group, class List>
+struct node_device_indices;
+template <class Group, class... Nodes>
+struct node_device_indices<Group, node_list<Nodes...>> {
+  static constexpr std::array<std::size_t, sizeof...(Nodes)> in_group{Group::template index_of<device_of_node<Nodes>>...};
+  static constexpr std::array<std::size_t, sizeof...(Nodes)> value{Group::template runs<device_of_node<Nodes>>...};
+};
 
 // What a run reads besides its state: the fed tensors by input number, and the variables.
 struct static_environment {
