@@ -3,7 +3,8 @@
 # run.sh SOURCE_ROOT WORK_DIR
 # Installs typeflow into WORK_DIR/prefix and builds test/consumer/main.cpp twice: against the
 # installed package through pkg-config, and with typeflow as a Meson subproject; and, when the build
-# has the ONNX importer, test/consumer/onnx_main.cpp through pkg-config typeflow-onnx.
+# has the ONNX importer, test/consumer/onnx_main.cpp through pkg-config typeflow-onnx; and, when nvcc
+# is on PATH, test/consumer/cuda_main.cpp through pkg-config typeflow-cuda, by the C++ compiler alone.
 set -eu
 src=$1
 work=$2
@@ -11,8 +12,9 @@ rm -rf "$work"
 mkdir -p "$work"
 
 echo "== install"
+# One GPU architecture keeps the CUDA library's build short: this checks the package, not the kernels.
 meson setup "$work/build" "$src" --prefix "$work/prefix" --libdir lib \
-  -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled >"$work/setup.log"
+  -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled -Dgpu_archs=90 >"$work/setup.log"
 meson install -C "$work/build" >"$work/install.log"
 
 echo "== pkg-config consumer"
@@ -33,10 +35,24 @@ if pkg-config --exists typeflow-onnx; then
   "$work/consumer-onnx"
 fi
 
+# The CUDA library's package, where the build has it: no CUDA include path and no nvcc on the user's side.
+if pkg-config --exists typeflow-cuda; then
+  echo "== pkg-config consumer of typeflow-cuda (C++ compiler only)"
+  case "$(pkg-config --cflags typeflow-cuda)" in
+    *cuda/include*|*cuda-*/include*) echo "typeflow-cuda's cflags name a CUDA include path" >&2; exit 1 ;;
+  esac
+  # shellcheck disable=SC2046
+  ${CXX:-c++} -O2 -Wall -Wextra -Werror $(pkg-config --cflags typeflow-cuda) "$src/test/consumer/cuda_main.cpp" \
+    -o "$work/consumer-cuda" $(pkg-config --libs typeflow-cuda)
+  # The prefix is a scratch folder the loader does not search (an install under /usr/local is found).
+  LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-cuda"
+fi
+
 echo "== subproject consumer"
 mkdir -p "$work/sub/subprojects"
-cp "$src/test/consumer/subproject/meson.build" "$src/test/consumer/main.cpp" "$work/sub/"
+cp "$src/test/consumer/subproject/meson.build" "$src/test/consumer/main.cpp" "$src/test/consumer/cuda_main.cpp" "$work/sub/"
 ln -s "$src" "$work/sub/subprojects/typeflow"
 meson setup "$work/sub/build" "$work/sub" >"$work/sub-setup.log"
 meson compile -C "$work/sub/build" >"$work/sub-compile.log"
 "$work/sub/build/consumer"
+if [ -x "$work/sub/build/consumer-cuda" ]; then "$work/sub/build/consumer-cuda"; fi
