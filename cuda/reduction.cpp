@@ -35,12 +35,15 @@ std::array<std::int64_t, 3> around(dims_view d, std::size_t axis) {
   return v;
 }
 
-status check_common(std::string_view op, elem type, const void* x, dims_view dims, const void* y) {
+// `outputs`: the elements the output has (an empty input may still give outputs: a sum over an
+// empty axis is 0 for each).
+status check_common(std::string_view op, elem type, const void* x, dims_view dims, const void* y,
+                    std::int64_t outputs) {
   if (!is_valid(type)) return errors::invalid_argument(op, ": the input has the invalid dtype code ", static_cast<int>(type));
   auto n = elements(op, "the input", dims);
   if (!n.ok()) return n.status();
   if (*n > 0 && x == nullptr) return errors::invalid_argument(op, ": the input is null but has ", *n, " elements");
-  if (y == nullptr && *n > 0) return errors::invalid_argument(op, ": the output is null");
+  if (y == nullptr && outputs > 0) return errors::invalid_argument(op, ": the output is null but has ", outputs, " elements");
   return ok_status();
 }
 
@@ -113,17 +116,21 @@ status validate(const reduce_params& p) {
   if (static_cast<int>(p.op) >= num_reduce_ops)
     return errors::invalid_argument("reduce: invalid op code ", static_cast<int>(p.op));
   const std::string_view op = to_string(p.op);
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common(op, p.type, p.x, p.x_dims, p.y));
-  if (p.type == elem::boolean) return errors::invalid_argument(op, ": dtype bool is not supported (numbers only)");
   auto l = make_reduction_layout(op, p.x_dims, p.axes);
-  return l.ok() ? ok_status() : l.status();
+  if (!l.ok()) return l.status();
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common(op, p.type, p.x, p.x_dims, p.y, l->kept.size));
+  if (p.type == elem::boolean) return errors::invalid_argument(op, ": dtype bool is not supported (numbers only)");
+  return ok_status();
 }
 
 status validate(const argmax_params& p) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common("argmax", p.type, p.x, p.x_dims, p.y));
-  if (p.type == elem::boolean) return errors::invalid_argument("argmax: dtype bool is not supported (numbers only)");
   auto axis = normalised_axis("argmax", p.axis, p.x_dims);
   if (!axis.ok()) return axis.status();
+  auto n = elements("argmax", "the input", p.x_dims);
+  if (!n.ok()) return n.status();
+  const std::int64_t extent = p.x_dims[*axis];
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common("argmax", p.type, p.x, p.x_dims, p.y, extent == 0 ? 0 : *n / extent));
+  if (p.type == elem::boolean) return errors::invalid_argument("argmax: dtype bool is not supported (numbers only)");
   if (p.x_dims[*axis] == 0)
     return errors::invalid_argument("argmax: axis ", static_cast<long long>(*axis), " of the input (shape ",
                                     dims_text(p.x_dims), ") is empty, so it has no largest element");
@@ -132,7 +139,9 @@ status validate(const argmax_params& p) {
 
 status validate(const softmax_params& p) {
   const std::string_view op = p.log ? "log_softmax" : "softmax";
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common(op, p.type, p.x, p.x_dims, p.y));
+  auto n = elements(op, "the input", p.x_dims);
+  if (!n.ok()) return n.status();
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common(op, p.type, p.x, p.x_dims, p.y, *n));
   if (!is_floating(p.type))
     return errors::invalid_argument(op, ": dtype ", to_string(p.type), " is not supported (floating types only)");
   if (p.x_dims.empty()) return errors::invalid_argument(op, ": the input is a scalar; it needs rank >= 1");

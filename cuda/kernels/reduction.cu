@@ -57,7 +57,8 @@ __device__ __forceinline__ A combine(A a, A b) {
 template <reduce_op Op, class A>
 __device__ __forceinline__ A finish(A acc, std::int64_t count) {
   if constexpr (Op == reduce_op::mean) {
-    if constexpr (std::is_integral_v<A>) return count == 0 ? A(0) : static_cast<A>(acc / static_cast<A>(count));
+    // The count in 64 bits: as A it could wrap (i8 over 129 elements) or be 0 (u8 over 256).
+    if constexpr (std::is_integral_v<A>) return count == 0 ? A(0) : static_cast<A>(static_cast<std::int64_t>(acc) / count);
     else return acc / static_cast<A>(count);  // 0 / 0 is NaN over an empty extent
   } else {
     return acc;

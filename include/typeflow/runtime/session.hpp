@@ -107,11 +107,16 @@ struct parallel {
   int threads = 2;
 };
 
+// Whether a session on Device fuses elementwise groups unless told: when the device that runs the
+// unplaced nodes (the group's first) has the fused kernel (the host policies do, the GPU not yet).
+template <static_devices Device>
+inline constexpr bool fuses_by_default = fuses_elementwise<typename device_group_t<Device>::template type<0>>;
+
 // Fuse = false runs every node on its own; PlanMemory = false gives every output a buffer of its
 // own instead of the compile-time memory plan's arena (both exist to compare and test against).
 // Parallel = true runs the steps with the static parallel executor (made by session(g, device,
 // parallel{n})); PlanMemory does not apply to it.
-template <class Graph, static_devices Device, class Registry = default_registry, bool Fuse = true,
+template <class Graph, static_devices Device, class Registry = default_registry, bool Fuse = fuses_by_default<Device>,
           bool PlanMemory = true, bool Parallel = false>
 class session {
   using group = device_group_t<Device>;
@@ -436,8 +441,9 @@ class session {
 };
 
 template <class Graph, device_policy Device>
-session(Graph, Device&, parallel) -> session<Graph, Device, default_registry, true, true, true>;
+session(Graph, Device&, parallel) -> session<Graph, Device, default_registry, fuses_by_default<Device>, true, true>;
 template <class Graph, class... Ds>
-session(Graph, device_group<Ds...>, parallel) -> session<Graph, device_group<Ds...>, default_registry, true, true, true>;
+session(Graph, device_group<Ds...>, parallel)
+    -> session<Graph, device_group<Ds...>, default_registry, fuses_by_default<device_group<Ds...>>, true, true>;
 
 } // namespace typeflow

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// basic_cuda<Ordinal, Allocator>: the CUDA device GPU:Ordinal ("/job:localhost/replica:0/task:0/device:GPU:N").
+// cuda<N> = basic_cuda<N, bfc_allocator<cuda_device_sub_allocator>>.
+//
+// Kernels enqueue on the device's compute stream and return (they are cheap for a scheduler: never
+// worth a thread hand-off); copies to and from the host run on the copy streams, ordered against the
+// compute stream by events, and report through their done callback from the completion thread when
+// the bytes have arrived. A tensor's memory goes back to the pool when its last user is released on
+// the host, which is safe for kernels still queued: the next user of that memory is queued behind
+// them on the same compute stream (TensorFlow's rule for buffers only the compute stream touches).
+// Every policy object for one GPU shares its streams (cuda_streams::of); each has its own pool,
+// whose default limit is 90% of the memory free when it is made, so a program makes one cuda<N>
+// object per GPU and passes it around (copies of it share the pool).
+//
+// Constructible on any machine: without the GPU, allocate, copies and synchronize answer
+// failed_precondition with the reason, and nothing is launched. Using it links libtypeflow_cuda.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <concepts>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/device/cuda_streams.hpp>
+#include <typeflow/device/device.hpp>
+#include <typeflow/memory/bfc_allocator.hpp>
+#include <typeflow/memory/cuda_sub_allocator.hpp>
+#include <typeflow/memory/device_memory.hpp>
+
+namespace typeflow {
+
+template <int Ordinal, class Allocator>
+class basic_cuda;
+
+// GPU:N with a BFC pool over its device memory.
+template <int N = 0>
+using cuda = basic_cuda<N, bfc_allocator<cuda_device_sub_allocator>>;
+
+template <int Ordinal, class Allocator = bfc_allocator<cuda_device_sub_allocator>>
+class basic_cuda {
+  static_assert(Ordinal >= 0, "basic_cuda<Ordinal>: the GPU's ordinal must be >= 0");
+
+ public:
+  using allocator_type = Allocator;
+  // Every GPU policy runs the kernels registered for cuda<0>.
+  using family_type = cuda<0>;
+  static constexpr std::string_view device_type = "GPU";
+  static constexpr int ordinal_value = Ordinal;
+  static constexpr int priority = 210;  // TensorFlow's GPU device factory: above the CPU's
+  // No fused_elementwise kernel on the GPU yet: a static plan keeps elementwise nodes placed here apart.
+  static constexpr bool fuses_elementwise = false;
+
+  // The pool over GPU:Ordinal's memory, its limit 90% of the memory free when it is made
+  // (TensorFlow's default), growing region by region.
+  basic_cuda()
+    requires std::same_as<Allocator, bfc_allocator<cuda_device_sub_allocator>>
+      : basic_cuda(std::in_place, default_options(), std::in_place, Ordinal) {}
+
+  // The allocator built from `allocator_args`.
+  template <class... Args>
+  explicit basic_cuda(std::in_place_t, Args&&... allocator_args)
+      : memory_(std::in_place, std::forward<Args>(allocator_args)...), name_(device_name::full(device_type, Ordinal)) {
+    auto group = cuda_streams::of(Ordinal);
+    if (group.ok()) streams_ = std::move(group).value();
+    else unavailable_ = group.status();
+  }
+
+  std::string_view name() const noexcept { return name_; }
+  int ordinal() const noexcept { return Ordinal; }
+  int num_threads() const noexcept { return 1; }
+  memory_space space() const noexcept { return memory_space::device(device_type, Ordinal); }
+
+  // ok when the GPU is there; else why not (failed_precondition: no device; invalid_argument: no
+  // such ordinal).
+  const status& available() const noexcept { return unavailable_; }
+
+  Allocator& allocator() noexcept { return memory_.allocator(); }
+  const Allocator& allocator() const noexcept { return memory_.allocator(); }
+
+  result<tensor> allocate(dtype type, const shape& s) {
+    if (!unavailable_.ok())
+      return status(unavailable_.code(), detail::cat("cannot allocate ", name_of(type), s, " on ", name_, ": ",
+                                                     unavailable_.message()));
+    return memory_.allocate(type, s, name_, space());
+  }
+
+  // The streams kernels enqueue on (precondition: available()).
+  cuda_streams& streams() noexcept { return *streams_; }
+
+  void copy_from_host(const tensor& src, tensor& dst, copy_done done) {
+    if (auto s = check_copy("copy_from_host", src, dst, src.space().host_accessible(), dst.space() == space()); !s.ok())
+      return done(s);
+    copy(streams_->host_to_device, src, dst, gpu::copy_kind::host_to_device, std::move(done));
+  }
+  void copy_to_host(const tensor& src, tensor& dst, copy_done done) {
+    if (auto s = check_copy("copy_to_host", src, dst, src.space() == space(), dst.space().host_accessible()); !s.ok())
+      return done(s);
+    copy(streams_->device_to_host, src, dst, gpu::copy_kind::device_to_host, std::move(done));
+  }
+  void copy_within(const tensor& src, tensor& dst, copy_done done) {
+    if (auto s = check_copy("copy_within", src, dst, src.space() == space(), dst.space() == space()); !s.ok())
+      return done(s);
+    copy(streams_->compute, src, dst, gpu::copy_kind::device_to_device, std::move(done));
+  }
+
+  // Waits for the compute and copy streams and for every copy's callback (again while callbacks
+  // enqueue more); their first error.
+  status synchronize() {
+    if (!unavailable_.ok()) return unavailable_.with_context(name_);
+    return streams_->synchronize().with_context(name_);
+  }
+
+ private:
+  static bfc_options default_options() {
+    bfc_options o;
+    if (auto m = gpu::memory(Ordinal); m.ok()) o.memory_limit = m->free / 10 * 9;
+    return o;
+  }
+
+  status check_copy(std::string_view what, const tensor& src, const tensor& dst, bool src_ok, bool dst_ok) const {
+    if (!unavailable_.ok()) return unavailable_.with_context(detail::cat(name_, ": ", what).view());
+    if (!src_ok || !dst_ok)
+      return errors::invalid_argument(name_, ": ", what, " from ", src.space(), " into ", dst.space(),
+                                      " is not a copy of this device");
+    if (src.spec() != dst.spec())
+      return errors::invalid_argument(name_, ": ", what, " of ", src.spec(), " into ", dst.spec());
+    return ok_status();
+  }
+
+  // The copy on `on`, after the compute stream's work so far (a pooled destination may still be
+  // read by queued kernels, a source still be written); the compute stream's later work waits for it.
+  void copy(gpu::stream& on, const tensor& src, tensor& dst, gpu::copy_kind kind, copy_done done) {
+    cuda_streams& g = *streams_;
+    const auto fail = [&](const status& s) { done(s.with_context(name_)); };
+    if (&on != &g.compute) {
+      auto before = gpu::event::create(Ordinal);
+      if (!before.ok()) return fail(before.status());
+      if (auto s = before->record(g.compute); !s.ok()) return fail(s);
+      if (auto s = on.wait(*before); !s.ok()) return fail(s);
+    }
+    if (auto s = gpu::copy_async(on, dst.data(), src.data(), src.bytes(), kind); !s.ok()) return fail(s);
+    // From here the copy is queued: a failure waits for it before the caller may free the tensors.
+    const auto fail_queued = [&](const status& s) {
+      (void)on.synchronize();
+      fail(s);
+    };
+    auto after = gpu::event::create(Ordinal);
+    if (!after.ok()) return fail_queued(after.status());
+    if (auto s = after->record(on); !s.ok()) return fail_queued(s);
+    if (&on != &g.compute) {
+      if (auto s = g.compute.wait(*after); !s.ok()) return fail_queued(s);
+    }
+    // The tensors stay alive until done (the caller's promise), so the copy never reads freed memory.
+    g.when_done(std::move(after).value(), [name = name_, done = std::move(done)](status s) {
+      done(s.with_context(name));
+    });
+  }
+
+  device_memory<Allocator> memory_;
+  std::string name_;
+  std::shared_ptr<cuda_streams> streams_;
+  status unavailable_;
+};
+
+static_assert(device_policy<cuda<0>>, "typeflow::cuda<0> must satisfy typeflow::device_policy");
+
+} // namespace typeflow

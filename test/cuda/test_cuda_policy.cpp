@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cuda<0> device policy on a GPU: eager calls against the CPU's kernels on random inputs, a
+// static graph run on the GPU alone and split between the CPU and the GPU, and the errors a user meets
+// (a host tensor given to the GPU, integer division by zero found on the device).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <typeflow/kernels/cuda/kernel_list.hpp>
+#include <typeflow/typeflow.hpp>
+
+#include "../unit/support.hpp"
+
+namespace tf = typeflow;
+using Catch::Matchers::Contains;
+using tf::test::random_tensor;
+using registry = tf::registry<tf::cuda_kernel_list, tf::cpu_kernel_list>;
+
+namespace {
+
+tf::tensor on_gpu(const tf::tensor& x, tf::cpu& host, tf::cuda<0>& g) {
+  auto t = tf::copy(x, host, g);
+  INFO(t.status().to_string());
+  REQUIRE(t.ok());
+  return *t;
+}
+
+tf::tensor on_host(const tf::tensor& x, tf::cuda<0>& g, tf::cpu& host) {
+  auto t = tf::copy(x, g, host);
+  INFO(t.status().to_string());
+  REQUIRE(t.ok());
+  return *t;
+}
+
+void require_close(const tf::tensor& got, const tf::tensor& want, double tol) {
+  REQUIRE(got.spec() == want.spec());
+  const auto g = got.unchecked_values<float>();
+  const auto w = want.unchecked_values<float>();
+  for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(w[i]).epsilon(tol).margin(tol));
+}
+
+} // namespace
+
+TEST_CASE("eager calls on cuda<0> match the CPU kernels") {
+  tf::cpu host;
+  tf::cuda<0> g;
+  REQUIRE(g.available().ok());
+  const auto a = random_tensor<float>(tf::shape{3, 8, 16}, 1);
+  const auto b = random_tensor<float>(tf::shape{16}, 2);
+  const auto w = random_tensor<float>(tf::shape{16, 5}, 3);
+  const auto ga = on_gpu(a, host, g), gb = on_gpu(b, host, g), gw = on_gpu(w, host, g);
+
+  const auto check = [&](auto op, auto&&... inputs_pairs) {
+    auto want = tf::call<float>(host, op, inputs_pairs.first...);
+    auto got = tf::call<float, registry>(g, op, inputs_pairs.second...);
+    INFO(op.name << ": " << got.status().to_string());
+    REQUIRE(want.ok());
+    REQUIRE(got.ok());
+    CHECK(got->space() == g.space());
+    require_close(on_host(*got, g, host), *want, 2e-5);
+  };
+  check(tf::ops::add{}, std::pair{a, ga}, std::pair{b, gb});
+  check(tf::ops::mul{}, std::pair{a, ga}, std::pair{a, ga});
+  check(tf::ops::tanh{}, std::pair{a, ga});
+  check(tf::ops::gelu{.approximate = true}, std::pair{a, ga});
+  check(tf::ops::matmul{}, std::pair{a, ga}, std::pair{w, gw});
+  check(tf::ops::reduce_sum{.axes = {1}}, std::pair{a, ga});
+  check(tf::ops::reduce_max{.axes = {0, 2}, .keep_dims = true}, std::pair{a, ga});
+  check(tf::ops::softmax{.axis = -1}, std::pair{a, ga});
+  check(tf::ops::log_softmax{.axis = 1}, std::pair{a, ga});
+  REQUIRE(g.synchronize().ok());
+}
+
+TEST_CASE("a host tensor given to a GPU kernel, and integer division by zero on the GPU, are statuses") {
+  tf::cpu host;
+  tf::cuda<0> g;
+  const auto a = random_tensor<float>(tf::shape{4}, 1);
+  auto r = tf::call<float, registry>(g, tf::ops::relu{}, a);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(r.status().message()), Contains("relu: input 0 is in host memory") && Contains("copy it there first"));
+
+  auto x = tf::tensor::filled<std::int32_t>(tf::shape{3}, 6);
+  auto zero = tf::tensor::filled<std::int32_t>(tf::shape{3}, 0);
+  REQUIRE((x.ok() && zero.ok()));
+  auto d = tf::call<std::int32_t, registry>(g, tf::ops::div{}, on_gpu(*x, host, g), on_gpu(*zero, host, g));
+  REQUIRE_FALSE(d.ok());
+  CHECK_THAT(std::string(d.status().message()), Contains("div: division by zero in input 1"));
+}
+
+TEST_CASE("a static MLP runs on cuda<0> alone, and split between the CPU and the GPU, as on the CPU") {
+  using tf::static_shape;
+  constexpr auto x = tf::input<"x", float, static_shape<8, 32>>;
+  constexpr auto w1 = tf::variable<"w1", float, static_shape<32, 64>>;
+  constexpr auto b1 = tf::variable<"b1", float, static_shape<64>>;
+  constexpr auto w2 = tf::variable<"w2", float, static_shape<64, 10>>;
+  constexpr auto y = tf::softmax(tf::matmul(tf::relu(tf::matmul(x, w1) + b1), w2));
+  using g = decltype(tf::graph(y));
+
+  const auto xt = random_tensor<float>(tf::shape{8, 32}, 11);
+  const auto w1t = random_tensor<float>(tf::shape{32, 64}, 12), b1t = random_tensor<float>(tf::shape{64}, 13);
+  const auto w2t = random_tensor<float>(tf::shape{64, 10}, 14);
+
+  tf::cpu host;
+  tf::session<g, tf::cpu> reference(g{}, host);
+  REQUIRE((reference.initialize(w1, w1t).ok() && reference.initialize(b1, b1t).ok() && reference.initialize(w2, w2t).ok()));
+  auto want = reference.run(tf::feed(x, xt), tf::fetch(y));
+  REQUIRE(want.ok());
+
+  tf::cuda<0> gpu;
+  tf::session<g, tf::cuda<0>, registry, false> on_gpu_only(g{}, gpu);
+  REQUIRE((on_gpu_only.initialize(w1, w1t).ok() && on_gpu_only.initialize(b1, b1t).ok() &&
+           on_gpu_only.initialize(w2, w2t).ok()));
+  for (int run = 0; run < 3; ++run) {
+    auto got = on_gpu_only.run(tf::feed(x, xt), tf::fetch(y));
+    INFO(got.status().to_string());
+    REQUIRE(got.ok());
+    CHECK(std::get<0>(*got).untyped().space().host_accessible());
+    require_close(std::get<0>(*got).untyped(), std::get<0>(*want).untyped(), 1e-5);
+  }
+
+  // The hidden layer on the GPU, the rest on the CPU: transfers both ways.
+  constexpr auto hidden = tf::on<tf::cuda<0>>(tf::relu(tf::matmul(x, w1) + b1));
+  constexpr auto z = tf::softmax(tf::matmul(hidden, w2));
+  using split = decltype(tf::graph(z));
+  tf::session<split, tf::device_group<tf::cpu, tf::cuda<0>>, registry, false> mixed(split{}, tf::device_group(host, gpu));
+  REQUIRE((mixed.initialize(w1, w1t).ok() && mixed.initialize(b1, b1t).ok() && mixed.initialize(w2, w2t).ok()));
+  auto got = mixed.run(tf::feed(x, xt), tf::fetch(z));
+  INFO(got.status().to_string());
+  REQUIRE(got.ok());
+  require_close(std::get<0>(*got).untyped(), std::get<0>(*want).untyped(), 1e-5);
+}
