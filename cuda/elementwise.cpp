@@ -181,9 +181,15 @@ status read_error_bits(const stream& s, unsigned* error_word, std::string_view o
   TYPEFLOW_CUDA_RETURN_IF_ERROR(s.synchronize());
   if (bits == 0) return ok_status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(set_async(s, error_word, 0, sizeof bits));
-  const bool zero = (bits & error_bits::division_by_zero) != 0, negative = (bits & error_bits::negative_exponent) != 0;
-  return errors::invalid_argument(op, ": ", zero ? "division by zero in input 1" : "", zero && negative ? "; " : "",
-                                  negative ? "input 1 holds a negative exponent, but integer powers need exponents >= 0" : "");
+  typeflow::detail::text why;
+  const auto add = [&](std::string_view part) {
+    if (!why.view().empty()) why.append("; ");
+    why.append(part);
+  };
+  if (bits & error_bits::division_by_zero) add("division by zero in input 1");
+  if (bits & error_bits::negative_exponent) add("input 1 holds a negative exponent, but integer powers need exponents >= 0");
+  if (bits & error_bits::index_out_of_range) add("an index in input 1 is outside the gathered axis");
+  return errors::invalid_argument(op, ": ", why);
 }
 
 } // namespace typeflow::gpu

@@ -4,10 +4,13 @@
 // index arithmetic (the same functions the kernels run) against plain NumPy broadcasting.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include <typeflow/core/dtype.hpp>
+#include <typeflow/cuda/array.hpp>
 #include <typeflow/cuda/blas.hpp>
 #include <typeflow/cuda/elementwise.hpp>
 #include <typeflow/cuda/reduction.hpp>
@@ -309,4 +312,75 @@ TEST_CASE("reductions, argmax and softmax check their parameters before anything
   s.log = true;
   s.x_dims = {};
   CHECK_THAT(std::string(gpu::validate(s).message()), Contains("log_softmax: the input is a scalar"));
+}
+
+TEST_CASE("copy_layout copies every element once, for transposes, reversed slices and broadcasts") {
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> rank_of(0, 5), dim_of(1, 4), coin(0, 3);
+  for (int trial = 0; trial < 1000; ++trial) {
+    const int rank = rank_of(rng);
+    std::vector<std::int64_t> dims(static_cast<std::size_t>(rank));
+    for (auto& d : dims) d = dim_of(rng);
+    // dst: row-major; src: a permutation of a row-major layout, some axes reversed or broadcast.
+    std::vector<std::int64_t> dst(dims.size()), src(dims.size()), perm(dims.size());
+    std::int64_t step = 1;
+    for (std::size_t k = dims.size(); k-- > 0;) {
+      dst[k] = step;
+      step *= dims[k];
+    }
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    step = 1;
+    for (std::size_t k = dims.size(); k-- > 0;) {
+      const auto p = static_cast<std::size_t>(perm[k]);
+      src[p] = step;
+      step *= dims[p];
+    }
+    std::int64_t base = 0;
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      const int c = coin(rng);
+      if (c == 0) src[k] = 0;  // broadcast
+      if (c == 1) {            // reversed: start at the last element
+        base += (dims[k] - 1) * src[k];
+        src[k] = -src[k];
+      }
+    }
+    auto l = gpu::copy_layout("transpose", dims, src, dst);
+    REQUIRE(l.ok());
+    std::int64_t total = 1;
+    for (auto d : dims) total *= d;
+    REQUIRE(l->size == total);
+    for (std::int64_t i = 0; i < total; ++i) {
+      std::int64_t want_src = base, want_dst = 0, rest = i;
+      for (std::size_t k = dims.size(); k-- > 0;) {
+        const std::int64_t c = rest % dims[k];
+        rest /= dims[k];
+        want_src += c * src[k];
+        want_dst += c * dst[k];
+      }
+      std::int64_t offsets[2];
+      gpu::operand_offsets(*l, i, offsets);
+      REQUIRE(base + offsets[0] == want_src);
+      REQUIRE(offsets[1] == want_dst);
+    }
+  }
+}
+
+TEST_CASE("strided copies and gathers check their parameters before anything is launched") {
+  float x = 0;
+  const std::int64_t dims[] = {2, 3}, strides[] = {3, 1}, short_strides[] = {1};
+  gpu::strided_copy_params c{.type = gpu::elem::f32, .dims = dims, .src = &x, .src_strides = strides, .dst = nullptr,
+                             .dst_strides = strides};
+  CHECK(std::string(gpu::validate(c, "transpose").message()) ==
+        "transpose: the destination is null but the copy has 6 elements");
+  c.dst = &x;
+  c.src_strides = short_strides;
+  CHECK_THAT(std::string(gpu::validate(c).message()), Contains("but 1 source and 2 destination strides"));
+  gpu::gather_params g{.params = &x, .outer = 1, .axis = 3, .inner = 2, .index_type = gpu::elem::f32, .indices = &x,
+                       .count = 2, .out = &x};
+  CHECK(std::string(gpu::validate(g).message()) == "gather: indices must be i32 or i64, not f32");
+  g.index_type = gpu::elem::i32;
+  CHECK(gpu::validate(g).ok());
+  g.axis = 0;
+  CHECK_THAT(std::string(gpu::validate(g).message()), Contains("the gathered axis is empty"));
 }

@@ -130,3 +130,48 @@ TEST_CASE("a static MLP runs on cuda<0> alone, and split between the CPU and the
   REQUIRE(got.ok());
   require_close(std::get<0>(*got).untyped(), std::get<0>(*want).untyped(), 1e-5);
 }
+
+TEST_CASE("array ops on cuda<0> match the CPU kernels; an index outside gather's axis is a status") {
+  tf::cpu host;
+  tf::cuda<0> g;
+  const auto a = random_tensor<float>(tf::shape{4, 5, 6}, 21);
+  const auto b = random_tensor<float>(tf::shape{4, 2, 6}, 22);
+  const auto ga = on_gpu(a, host, g), gb = on_gpu(b, host, g);
+  const auto compare = [&](auto op, const std::vector<std::pair<tf::tensor, tf::tensor>>& inputs) {
+    std::vector<tf::tensor> cpu_in, gpu_in;
+    for (const auto& [c, d] : inputs) {
+      cpu_in.push_back(c);
+      gpu_in.push_back(d);
+    }
+    auto want = tf::call<float>(host, op, std::span<const tf::tensor>(cpu_in));
+    auto got = tf::call<float, registry>(g, op, std::span<const tf::tensor>(gpu_in));
+    INFO(op.name << ": " << got.status().to_string());
+    REQUIRE(want.ok());
+    REQUIRE(got.ok());
+    const tf::tensor back = on_host(*got, g, host);
+    const tf::tensor& expected = *want;
+    REQUIRE(back.spec() == expected.spec());
+    const auto gv = back.unchecked_values<float>(), wv = expected.unchecked_values<float>();
+    for (std::size_t i = 0; i < gv.size(); ++i) REQUIRE(gv[i] == wv[i]);  // copies are exact
+  };
+  compare(tf::ops::transpose{.perm = {2, 0, 1}}, {{a, ga}});
+  compare(tf::ops::transpose{}, {{a, ga}});
+  compare(tf::ops::slice{.begin = {1, 4, 0}, .size = {2, -1, 3}, .strides = {1, -2, 2}}, {{a, ga}});
+  compare(tf::ops::concat{.axis = 1}, {{a, ga}, {b, gb}});
+  compare(tf::ops::broadcast_to{.dims = {3, 4, 5, 6}}, {{a, ga}});
+  compare(tf::ops::identity{}, {{a, ga}});
+
+  auto idx = tf::tensor::allocate(tf::dtype::i64, tf::shape{3});
+  REQUIRE(idx.ok());
+  auto iv = idx->unchecked_values<std::int64_t>();
+  iv[0] = 4; iv[1] = -1; iv[2] = 0;
+  const auto gidx = on_gpu(*idx, host, g);
+  auto want = tf::call<float>(host, tf::ops::gather{.axis = 1}, a, *idx);
+  auto got = tf::call<float, registry>(g, tf::ops::gather{.axis = 1}, ga, gidx);
+  REQUIRE((want.ok() && got.ok()));
+  require_close(on_host(*got, g, host), *want, 0);
+  iv[1] = 5;  // outside [-5, 5)
+  auto bad = tf::call<float, registry>(g, tf::ops::gather{.axis = 1}, ga, on_gpu(*idx, host, g));
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()), Contains("gather: an index in input 1 is outside the gathered axis"));
+}

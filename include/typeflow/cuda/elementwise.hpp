@@ -70,8 +70,8 @@ TYPEFLOW_CUDA_API status cast(const stream& s, const cast_params& p);
 // Sets `size` elements of `type` at y to `value` (converted as cast does).
 TYPEFLOW_CUDA_API status fill(const stream& s, elem type, void* y, std::int64_t size, double value);
 
-// Waits for `s`, reads the error word a binary kernel may have set, and clears it: ok when no bit is
-// set, invalid_argument naming `op` otherwise ("div: division by zero in input 1").
+// Waits for `s`, reads the error word a binary or gather kernel may have set, and clears it: ok when
+// no bit is set, invalid_argument naming `op` otherwise ("div: division by zero in input 1").
 TYPEFLOW_CUDA_API status read_error_bits(const stream& s, unsigned* error_word, std::string_view op);
 
 } // namespace typeflow::gpu

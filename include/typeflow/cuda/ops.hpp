@@ -79,6 +79,6 @@ constexpr std::string_view to_string(reduce_op op) noexcept {
 
 // Errors only the data shows, which a kernel sets in a device word the caller owns and reads back
 // when it synchronizes (read_error_bits in elementwise.hpp).
-enum error_bits : unsigned { division_by_zero = 1u, negative_exponent = 2u };
+enum error_bits : unsigned { division_by_zero = 1u, negative_exponent = 2u, index_out_of_range = 4u };
 
 } // namespace typeflow::gpu

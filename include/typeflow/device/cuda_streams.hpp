@@ -2,9 +2,9 @@
 // cuda_streams: the streams of one GPU, shared by every cuda policy object for it (TensorFlow's
 // GPUDevice stream group): a compute stream for kernels, one for each copy direction, the cuBLASLt
 // context of the compute stream with its workspace, and the completion of copies: a thread polls each
-// copy's event and hands its done callback, once the event has passed, to a small pool of callback
-// threads (TensorFlow's EventMgr). Callbacks finish in any order, may launch CUDA work (which a CUDA
-// host function may not), and may wait on other copies of the same GPU (up to the pool's size deep).
+// copy's event and hands its done callback, once the event has passed, to four callback threads
+// (TensorFlow's EventMgr). Callbacks finish in any order, may launch CUDA work (which a CUDA host
+// function may not), and may wait on other copies of the same GPU (up to four deep).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -12,7 +12,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <list>
+#include <set>
+#include <vector>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,7 +23,6 @@
 #include <thread>
 #include <utility>
 
-#include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/cuda/blas.hpp>
 #include <typeflow/cuda/elementwise.hpp>
@@ -32,42 +34,58 @@ namespace detail {
 
 // The events of pending copies and their callbacks. Shared by the group and its own threads, so that
 // the group may be destroyed on one of them (its last owner released by a callback).
+//
+// Each callback gets a ticket, in the order copies were added. A poller thread sweeps the pending
+// events and queues the callback of each that has passed (or failed), in any order; callback threads
+// run them. drain() waits for the tickets issued before it.
 class cuda_completions {
  public:
   static constexpr int callback_threads = 4;
 
-  cuda_completions() : callbacks_(callback_threads), poller_([this] { poll(); }) {}
+  cuda_completions() {
+    for (int i = 0; i < callback_threads; ++i) workers_.emplace_back([this] { run_callbacks(); });
+    poller_ = std::thread([this] { poll(); });
+  }
   cuda_completions(const cuda_completions&) = delete;
   cuda_completions& operator=(const cuda_completions&) = delete;
   ~cuda_completions() { stop(); }
 
+  // Queues done(status) for when `after` has passed. done is called exactly once (with an error
+  // when the entry cannot even be queued).
   void add(gpu::event after, std::function<void(status)> done) {
-    {
-      std::lock_guard lock(mu_);
-      pending_.emplace_back(std::move(after), std::move(done));
-      ++submitted_;
+    std::unique_lock lock(mu_);
+    try {
+      // emplace: the node is allocated before `done` is moved, so a failure leaves it to call.
+      pending_.emplace_back(std::move(after), std::move(done), issued_ + 1);
+      ++issued_;
+      outstanding_.insert(issued_);
+      if (in_callback()) last_from_callback_ = issued_;
+    } catch (...) {
+      lock.unlock();
+      if (done) done(errors::resource_exhausted("cannot queue a copy's completion: out of host memory"));
+      return;
     }
+    lock.unlock();
     wake_.notify_one();
   }
 
-  // Waits until every callback added so far has finished; from a callback thread, until every event
-  // added so far has passed and its callback has started (waiting for the caller itself would hang).
-  void drain() {
-    std::unique_lock lock(mu_);
-    if (callbacks_.CurrentThreadId() >= 0)
-      idle_.wait(lock, [&] { return pending_.empty(); });
-    else
-      idle_.wait(lock, [&] { return pending_.empty() && running_ == 0; });
-  }
-
-  // How many callbacks were ever added: synchronize() repeats until no callback added more work.
-  std::uint64_t submitted() {
+  // The last ticket issued, and the last issued by a callback (synchronize repeats for those).
+  std::pair<std::uint64_t, std::uint64_t> tickets() {
     std::lock_guard lock(mu_);
-    return submitted_;
+    return {issued_, last_from_callback_};
   }
 
-  // Joins the poller once every pending event has passed; called by the destructor, or by a thread
-  // of its own when the group dies on a callback thread.
+  // Waits until the callback of every ticket up to `upto` has finished; from a callback thread, until
+  // each has started (two callbacks draining could otherwise wait for each other).
+  void drain(std::uint64_t upto) {
+    std::unique_lock lock(mu_);
+    if (in_callback())
+      idle_.wait(lock, [&] { return pending_.empty() || pending_.front().ticket > upto; });  // in ticket order
+    else
+      idle_.wait(lock, [&] { return outstanding_.empty() || *outstanding_.begin() > upto; });
+  }
+
+  // Stops the threads once every pending event has passed and every callback has run.
   void stop() {
     {
       std::lock_guard lock(mu_);
@@ -76,38 +94,62 @@ class cuda_completions {
     }
     wake_.notify_all();
     if (poller_.joinable()) poller_.join();
+    {
+      std::lock_guard lock(mu_);
+      poller_done_ = true;
+    }
+    ready_cv_.notify_all();
+    for (auto& w : workers_)
+      if (w.joinable()) w.join();
   }
 
-  bool on_own_thread() const { return std::this_thread::get_id() == poller_.get_id() || callbacks_.CurrentThreadId() >= 0; }
+  bool on_own_thread() const { return std::this_thread::get_id() == poller_.get_id() || in_callback(); }
 
  private:
+  struct entry {
+    gpu::event after;
+    std::function<void(status)> done;
+    std::uint64_t ticket;
+  };
+  struct ready_entry {
+    std::function<void(status)> done;
+    status verdict;
+    std::uint64_t ticket;
+  };
+
+  static bool& callback_flag() {
+    thread_local bool flag = false;
+    return flag;
+  }
+  static bool in_callback() { return callback_flag(); }
+
   void poll() {
     std::unique_lock lock(mu_);
     for (;;) {
       wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (pending_.empty()) return;  // stopping, nothing left
-      // Sweep: every passed (or failed) event's callback goes to the pool, in any order.
       bool any = false;
       for (auto it = pending_.begin(); it != pending_.end();) {
-        auto passed = it->first.done();
+        auto passed = it->after.done();
         if (passed.ok() && !*passed) {
           ++it;
           continue;
         }
-        status verdict = passed.ok() ? ok_status() : passed.status();
-        ++running_;
-        callbacks_.Schedule([this, done = std::move(it->second), verdict = std::move(verdict)]() mutable {
-          done(verdict);
-          done = nullptr;  // the callback's captures go before the count says it finished
-          std::lock_guard guard(mu_);
-          --running_;
-          if (pending_.empty() && running_ == 0) idle_.notify_all();
-        });
+        // ready_ is a deque that only grows here; a failed push leaves the entry pending for the
+        // next sweep.
+        try {
+          ready_.emplace_back(std::move(it->done), passed.ok() ? ok_status() : passed.status(), it->ticket);
+        } catch (...) {
+          ++it;
+          continue;
+        }
         it = pending_.erase(it);
         any = true;
       }
-      if (pending_.empty()) idle_.notify_all();
-      if (!any) {
+      if (any) {
+        ready_cv_.notify_all();
+        idle_.notify_all();
+      } else {
         // Nothing passed: back off for a few microseconds before the next sweep.
         lock.unlock();
         std::this_thread::sleep_for(std::chrono::microseconds(5));
@@ -116,13 +158,35 @@ class cuda_completions {
     }
   }
 
+  void run_callbacks() {
+    callback_flag() = true;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      ready_cv_.wait(lock, [&] { return poller_done_ || !ready_.empty(); });
+      if (ready_.empty()) return;  // the poller has stopped and nothing is left
+      ready_entry r = std::move(ready_.front());
+      ready_.pop_front();
+      lock.unlock();
+      try {
+        if (r.done) r.done(r.verdict);
+      } catch (...) {
+        // A callback that throws has nowhere to report to; the others still run.
+      }
+      r.done = nullptr;  // its captures go before the ticket says it finished
+      lock.lock();
+      outstanding_.erase(r.ticket);
+      idle_.notify_all();
+    }
+  }
+
   std::mutex mu_;
-  std::condition_variable wake_, idle_;
-  std::list<std::pair<gpu::event, std::function<void(status)>>> pending_;
-  int running_ = 0;
-  std::uint64_t submitted_ = 0;
-  bool stopping_ = false;
-  Eigen::ThreadPool callbacks_;
+  std::condition_variable wake_, ready_cv_, idle_;
+  std::list<entry> pending_;
+  std::deque<ready_entry> ready_;
+  std::set<std::uint64_t> outstanding_;
+  std::uint64_t issued_ = 0, last_from_callback_ = 0;
+  bool stopping_ = false, poller_done_ = false;
+  std::vector<std::thread> workers_;
   std::thread poller_;
 };
 
@@ -151,8 +215,13 @@ class cuda_streams {
     (void)device_to_host.synchronize();
     if (completions_ && completions_->on_own_thread()) {
       // Destroyed by a callback: the completion threads cannot join themselves, so a thread of its
-      // own stops them once this callback has returned.
-      std::thread([c = std::move(completions_)] { c->stop(); }).detach();
+      // own stops them once this callback has returned (or, if no thread can be made, they are left
+      // running: a leak, not a hang).
+      try {
+        std::thread([c = completions_] { c->stop(); }).detach();
+      } catch (...) {
+        (void)new std::shared_ptr<detail::cuda_completions>(completions_);
+      }
     }
     completions_.reset();
     blas_.reset();
@@ -167,17 +236,20 @@ class cuda_streams {
   // Calls done(status) on a callback thread once `after` has passed (or failed).
   void when_done(gpu::event after, std::function<void(status)> done) { completions_->add(std::move(after), std::move(done)); }
 
-  // Waits for the streams and for every callback so far, again while callbacks added work; the
-  // first error of the streams.
+  // Waits for the streams and for the callbacks of every copy added before the call, again while
+  // those callbacks added copies (copies other threads add meanwhile are theirs to wait for); the
+  // first error of the streams. From a callback, it waits until those callbacks have started.
   status synchronize() {
     status s;
+    std::uint64_t upto = completions_->tickets().first;
     for (;;) {
-      const std::uint64_t before = completions_->submitted();
       s.update(compute.synchronize());
       s.update(host_to_device.synchronize());
       s.update(device_to_host.synchronize());
-      completions_->drain();
-      if (completions_->submitted() == before) return s;
+      completions_->drain(upto);
+      const auto [issued, from_callback] = completions_->tickets();
+      if (from_callback <= upto) return s;
+      upto = issued;
     }
   }
 
@@ -187,13 +259,14 @@ class cuda_streams {
     return gpu::matmul(*blas_, p, op);
   }
 
-  // A binary op on the compute stream whose data may hold errors (integer division by zero,
-  // negative integer exponents): the kernel sets the device word, and the check waits for it.
-  status checked_binary(gpu::binary_params p) {
-    std::lock_guard lock(blas_mu_);
-    p.error_word = error_word_;
-    if (auto s = gpu::binary(compute, p); !s.ok()) return s;
-    return gpu::read_error_bits(compute, error_word_, gpu::to_string(p.op));
+  // A launch on the compute stream whose data may hold errors (integer division by zero, negative
+  // integer exponents, indices out of range): launch(error_word) enqueues a kernel that sets bits in
+  // the device word, and the check waits for the verdict. One such launch at a time.
+  template <class Launch>
+  status checked(std::string_view op, Launch&& launch) {
+    std::lock_guard lock(checked_mu_);
+    if (auto s = launch(error_word_); !s.ok()) return s;
+    return gpu::read_error_bits(compute, error_word_, op);
   }
 
  private:
@@ -227,7 +300,7 @@ class cuda_streams {
 
   int ordinal_;
   std::shared_ptr<detail::cuda_completions> completions_;
-  std::mutex blas_mu_;
+  std::mutex blas_mu_, checked_mu_;
   std::unique_ptr<gpu::blas_context> blas_;
   void* workspace_ = nullptr;
   unsigned* error_word_ = nullptr;

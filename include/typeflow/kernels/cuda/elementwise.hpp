@@ -98,9 +98,12 @@ struct cuda_binary_kernel {
                          .b_dims = detail::dims_of(ctx.inputs[1]), .out = ctx.outputs[0].data(),
                          .out_dims = detail::dims_of(ctx.outputs[0])};
     // Integer division and powers can fail on the data: those wait for the kernel's verdict.
-    if constexpr (std::is_integral_v<T> && (code == gpu::binary_op::div || code == gpu::binary_op::pow))
-      return ctx.device.streams().checked_binary(p);
-    else
+    if constexpr (std::is_integral_v<T> && (code == gpu::binary_op::div || code == gpu::binary_op::pow)) {
+      return ctx.device.streams().checked(Op::name, [&](unsigned* error_word) {
+        p.error_word = error_word;
+        return gpu::binary(ctx.device.streams().compute, p);
+      });
+    } else
       return gpu::binary(ctx.device.streams().compute, p);
   }
 };

@@ -12,6 +12,7 @@
 
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/device/cuda.hpp>
+#include <typeflow/kernels/cuda/array.hpp>
 #include <typeflow/kernels/cuda/elementwise.hpp>
 #include <typeflow/kernels/cuda/linalg.hpp>
 #include <typeflow/kernels/cuda/reduction.hpp>
@@ -63,10 +64,23 @@ using reduction_kernels = kernel_list<
     kernel_family<cuda_softmax_kernel, ops::softmax, gpu_devices, gpu_floats>,
     kernel_family<cuda_softmax_kernel, ops::log_softmax, gpu_devices, gpu_floats>>;
 
+using array_kernels = kernel_list<
+    kernel_family<cuda_copy_kernel, ops::reshape, gpu_devices, gpu_all>,
+    kernel_family<cuda_copy_kernel, ops::squeeze, gpu_devices, gpu_all>,
+    kernel_family<cuda_copy_kernel, ops::expand_dims, gpu_devices, gpu_all>,
+    kernel_family<cuda_copy_kernel, ops::identity, gpu_devices, gpu_all>,
+    kernel_family<cuda_transpose_kernel, ops::transpose, gpu_devices, gpu_all>,
+    kernel_family<cuda_slice_kernel, ops::slice, gpu_devices, gpu_all>,
+    kernel_family<cuda_concat_kernel, ops::concat, gpu_devices, gpu_all>,
+    kernel_family<cuda_broadcast_to_kernel, ops::broadcast_to, gpu_devices, gpu_all>,
+    kernel_family<cuda_gather_kernel, ops::gather, gpu_devices, gpu_all>,
+    kernel_family<cuda_fill_kernel, ops::fill, gpu_devices, gpu_all>>;
+
 } // namespace cuda_kernels
 
 // Named (a struct), so that diagnostics print `cuda_kernel_list`.
 struct cuda_kernel_list : named_kernel_list<concat_kernel_lists<
-    cuda_kernels::elementwise_kernels, cuda_kernels::linalg_kernels, cuda_kernels::reduction_kernels>> {};
+    cuda_kernels::elementwise_kernels, cuda_kernels::linalg_kernels, cuda_kernels::reduction_kernels,
+    cuda_kernels::array_kernels>> {};
 
 } // namespace typeflow

@@ -41,7 +41,7 @@ struct cuda_matmul_kernel {
     gpu::matmul_params p{.type = detail::elem_of<T>, .m = m, .n = n, .k = k, .transpose_a = op.transpose_a,
                          .transpose_b = op.transpose_b};
     if (m * n == 0) return ok_status();
-    cuda_streams& streams = ctx.device.streams();
+    auto& streams = ctx.device.streams();
     if ((batch_a == batch_out || batch_a == 1) && (batch_b == batch_out || batch_b == 1)) {
       p.batch = batch_out;
       p.a = a.data();

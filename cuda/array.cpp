@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host side of the data-movement kernels (include/typeflow/cuda/array.hpp).
+#include <typeflow/cuda/array.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include "detail/check.hpp"
+#include "detail/dims.hpp"
+#include "kernels/array.cuh"
+
+namespace typeflow::gpu {
+
+namespace {
+
+using detail::dims_text;
+using detail::elements;
+using detail::launched;
+
+} // namespace
+
+result<strided_layout<2>> copy_layout(std::string_view op, dims_view dims, std::span<const std::int64_t> src_strides,
+                                      std::span<const std::int64_t> dst_strides) {
+  auto n = elements(op, "the copy", dims);
+  if (!n.ok()) return n.status();
+  if (src_strides.size() != dims.size() || dst_strides.size() != dims.size())
+    return errors::invalid_argument(op, ": ", dims.size(), " dimensions ", dims_text(dims), " but ", src_strides.size(),
+                                    " source and ", dst_strides.size(), " destination strides");
+  // Innermost first; size-1 dimensions dropped; a dimension merges into the one inside it when both
+  // sides step through the pair as through one dimension.
+  std::int64_t d_dims[64], d_strides[2][64];
+  int merged = 0;
+  for (std::size_t k = dims.size(); k-- > 0;) {
+    const std::int64_t d = dims[k];
+    if (d == 1) continue;
+    const std::int64_t step[2] = {src_strides[k], dst_strides[k]};
+    if (merged > 0 && step[0] == d_strides[0][merged - 1] * d_dims[merged - 1] &&
+        step[1] == d_strides[1][merged - 1] * d_dims[merged - 1]) {
+      d_dims[merged - 1] *= d;
+      continue;
+    }
+    if (merged == 64) return errors::invalid_argument(op, ": more than 64 dimensions");
+    d_dims[merged] = d;
+    d_strides[0][merged] = step[0];
+    d_strides[1][merged] = step[1];
+    ++merged;
+  }
+  if (merged > max_layout_rank)
+    return errors::invalid_argument(op, ": the copy of ", dims_text(dims), " has ", merged,
+                                    " dimensions that do not merge; GPU kernels index at most ", max_layout_rank);
+  strided_layout<2> l;
+  l.rank = merged;
+  l.size = *n;
+  for (int i = 0; i < merged; ++i) {
+    l.dims[merged - 1 - i] = d_dims[i];
+    l.strides[0][merged - 1 - i] = d_strides[0][i];
+    l.strides[1][merged - 1 - i] = d_strides[1][i];
+  }
+  l.same_shape = merged == 0 || (merged == 1 && l.strides[0][0] == 1 && l.strides[1][0] == 1);
+  return l;
+}
+
+status validate(const strided_copy_params& p, std::string_view op) {
+  if (!is_valid(p.type)) return errors::invalid_argument(op, ": invalid dtype code ", static_cast<int>(p.type));
+  auto l = copy_layout(op, p.dims, p.src_strides, p.dst_strides);
+  if (!l.ok()) return l.status();
+  if (l->size > 0 && (p.src == nullptr || p.dst == nullptr))
+    return errors::invalid_argument(op, ": the ", p.src == nullptr ? "source" : "destination", " is null but the copy has ",
+                                    l->size, " elements");
+  return ok_status();
+}
+
+status validate(const gather_params& p) {
+  if (!is_valid(p.type)) return errors::invalid_argument("gather: invalid dtype code ", static_cast<int>(p.type));
+  if (p.index_type != elem::i32 && p.index_type != elem::i64)
+    return errors::invalid_argument("gather: indices must be i32 or i64, not ", to_string(p.index_type));
+  if (p.outer < 0 || p.axis < 0 || p.inner < 0 || p.count < 0)
+    return errors::invalid_argument("gather: negative extent in outer ", p.outer, ", axis ", p.axis, ", inner ", p.inner,
+                                    ", count ", p.count);
+  const std::int64_t dims[] = {p.outer, p.count, p.inner};
+  auto n = elements("gather", "the output", dims);
+  if (!n.ok()) return n.status();
+  if (*n > 0 && p.axis == 0)
+    return errors::invalid_argument("gather: the gathered axis is empty, so no index can be in range");
+  if (*n > 0 && (p.params == nullptr || p.indices == nullptr || p.out == nullptr))
+    return errors::invalid_argument("gather: ", p.params == nullptr ? "params" : p.indices == nullptr ? "indices" : "the output",
+                                    " is null");
+  return ok_status();
+}
+
+status strided_copy(const stream& s, const strided_copy_params& p, std::string_view op) {
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p, op));
+  auto l = copy_layout(op, p.dims, p.src_strides, p.dst_strides);
+  if (!l.ok()) return l.status();
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, op));
+  return launched(kernels::launch_strided_copy(static_cast<cudaStream_t>(s.native()), size_of(p.type), p.src, p.dst, *l),
+                  op, s);
+}
+
+status gather(const stream& s, const gather_params& p) {
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, "gather"));
+  return launched(kernels::launch_gather(static_cast<cudaStream_t>(s.native()), size_of(p.type), p.params, p.outer,
+                                         p.axis, p.inner, p.index_type == elem::i64, p.indices, p.count, p.out,
+                                         p.error_word),
+                  "gather", s);
+}
+
+} // namespace typeflow::gpu

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launchers of the data-movement kernels (array.cu); parameters are checked by the caller
+// (cuda/array.cpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include <typeflow/cuda/api.hpp>
+#include <typeflow/cuda/layout.hpp>
+
+namespace typeflow::gpu::kernels {
+
+// Operand 0 of `layout` indexes src, operand 1 dst.
+cudaError_t launch_strided_copy(cudaStream_t s, std::size_t element_bytes, const void* src, void* dst,
+                                const strided_layout<2>& layout);
+cudaError_t launch_gather(cudaStream_t s, std::size_t element_bytes, const void* params, std::int64_t outer,
+                          std::int64_t axis, std::int64_t inner, bool indices_64, const void* indices,
+                          std::int64_t count, void* out, unsigned* error_word);
+
+} // namespace typeflow::gpu::kernels

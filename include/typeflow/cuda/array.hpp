@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// libtypeflow_cuda's data movement: a strided copy between any two layouts of the same dimensions
+// (what transpose, slice, concat, reshape and identity are on the GPU), and gather along an axis.
+// Each call checks its parameters on the host (validate, which needs no device) and enqueues one
+// kernel on the stream.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include <typeflow/core/status.hpp>
+#include <typeflow/cuda/api.hpp>
+#include <typeflow/cuda/elementwise.hpp>
+#include <typeflow/cuda/layout.hpp>
+#include <typeflow/cuda/runtime.hpp>
+
+namespace typeflow::gpu {
+
+// dst[i...] = src[i...] for every index of `dims`, each side addressed by its own strides (in
+// elements, any sign): offset = sum of i_d * strides_d from the pointer given.
+struct strided_copy_params {
+  elem type = elem::f32;
+  dims_view dims;
+  const void* src = nullptr;
+  std::span<const std::int64_t> src_strides;
+  void* dst = nullptr;
+  std::span<const std::int64_t> dst_strides;
+};
+
+// out[p, j, q] = params[p, indices[j], q], params viewed as [outer, axis, inner] and out as
+// [outer, count, inner]. A negative index counts from the end; one outside [-axis, axis) sets
+// error_bits::index_out_of_range in error_word (when given) and writes zeros.
+struct gather_params {
+  elem type = elem::f32;        // of params and out
+  const void* params = nullptr;
+  std::int64_t outer = 1, axis = 0, inner = 1;
+  elem index_type = elem::i64;  // i32 or i64
+  const void* indices = nullptr;
+  std::int64_t count = 0;
+  void* out = nullptr;
+  unsigned* error_word = nullptr;
+};
+
+// The layout a strided copy indexes with (operand 0: src, 1: dst), dimensions merged where both
+// sides step alike; invalid_argument naming `op` beyond max_layout_rank unmerged dimensions.
+TYPEFLOW_CUDA_API result<strided_layout<2>> copy_layout(std::string_view op, dims_view dims,
+                                                        std::span<const std::int64_t> src_strides,
+                                                        std::span<const std::int64_t> dst_strides);
+
+TYPEFLOW_CUDA_API status validate(const strided_copy_params& p, std::string_view op = "strided_copy");
+TYPEFLOW_CUDA_API status validate(const gather_params& p);
+
+TYPEFLOW_CUDA_API status strided_copy(const stream& s, const strided_copy_params& p, std::string_view op = "strided_copy");
+TYPEFLOW_CUDA_API status gather(const stream& s, const gather_params& p);
+
+} // namespace typeflow::gpu
