@@ -105,4 +105,57 @@ status gather(const stream& s, const gather_params& p) {
                   "gather", s);
 }
 
+result<pad_layout> make_pad_layout(const pad_params& p) {
+  if (!is_valid(p.type)) return errors::invalid_argument("pad: invalid dtype code ", static_cast<int>(p.type));
+  if (static_cast<int>(p.mode) > 3) return errors::invalid_argument("pad: invalid mode code ", static_cast<int>(p.mode));
+  auto n = detail::elements("pad", "the input", p.x_dims);
+  if (!n.ok()) return n.status();
+  const std::size_t rank = p.x_dims.size();
+  if (rank > static_cast<std::size_t>(max_pad_rank))
+    return errors::invalid_argument("pad: the input has rank ", static_cast<long long>(rank), "; at most ", max_pad_rank);
+  if (p.paddings.size() != 2 * rank)
+    return errors::invalid_argument("pad: ", static_cast<long long>(p.paddings.size()), " paddings for an input of rank ",
+                                    static_cast<long long>(rank), "; expected 2 per dimension");
+  pad_layout l;
+  l.rank = static_cast<int>(rank);
+  l.mode = p.mode;
+  l.size = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::int64_t d = p.x_dims[k], b = p.paddings[2 * k], a = p.paddings[2 * k + 1];
+    if (b < 0 || a < 0)
+      return errors::invalid_argument("pad: paddings (", b, ", ", a, ") of axis ", static_cast<long long>(k), " are negative");
+    const std::int64_t most = b > a ? b : a;
+    if ((p.mode == pad_mode::reflect && most > d - 1) || (p.mode == pad_mode::symmetric && most > d) ||
+        (p.mode == pad_mode::edge && d == 0 && most > 0))
+      return errors::invalid_argument("pad: axis ", static_cast<long long>(k), " has ", d, " elements, too few to pad by ",
+                                      most, " in mode ", p.mode == pad_mode::reflect ? "reflect" : p.mode == pad_mode::symmetric ? "symmetric" : "edge");
+    if (d > INT64_MAX - a - b) return errors::invalid_argument("pad: axis ", static_cast<long long>(k), " overflows");
+    l.in_dims[k] = d;
+    l.before[k] = b;
+    l.out_dims[k] = d + b + a;
+  }
+  const std::span<const std::int64_t> out(l.out_dims, rank);
+  auto total = detail::elements("pad", "the output", out);
+  if (!total.ok()) return total.status();
+  l.size = *total;
+  return l;
+}
+
+status validate(const pad_params& p) {
+  auto l = make_pad_layout(p);
+  if (!l.ok()) return l.status();
+  if (l->size > 0 && p.y == nullptr) return errors::invalid_argument("pad: the output is null but has ", l->size, " elements");
+  auto n = detail::elements("pad", "the input", p.x_dims);
+  if (*n > 0 && p.x == nullptr) return errors::invalid_argument("pad: the input is null but has ", *n, " elements");
+  return ok_status();
+}
+
+status pad(const stream& s, const pad_params& p) {
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
+  auto l = make_pad_layout(p);
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, "pad"));
+  return detail::launched(kernels::launch_pad(static_cast<cudaStream_t>(s.native()), p.type, p.x, p.y, *l, p.value),
+                          "pad", s);
+}
+
 } // namespace typeflow::gpu

@@ -3,6 +3,8 @@
 // 4 or 8 bytes), so one instantiation per size serves every dtype.
 #include "array.cuh"
 
+#include <cstring>
+
 #include "common.cuh"
 
 namespace typeflow::gpu::kernels {
@@ -47,6 +49,15 @@ __global__ void gather_kernel(const W* params, std::int64_t outer, std::int64_t 
     } else {
       out[o] = params[(p * axis + index) * inner + q];
     }
+  }
+}
+
+template <class W>
+__global__ void pad_kernel(const W* x, W* y, pad_layout l, W value) {
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < l.size; o += stride) {
+    const std::int64_t from = pad_source(l, o);
+    y[o] = from < 0 ? value : x[from];
   }
 }
 
@@ -96,6 +107,19 @@ cudaError_t launch_gather(cudaStream_t s, std::size_t element_bytes, const void*
           static_cast<const W*>(params), outer, axis, inner, static_cast<const std::int32_t*>(indices), count,
           static_cast<W*>(out), error_word);
   });
+}
+
+cudaError_t launch_pad(cudaStream_t s, elem type, const void* x, void* y, const pad_layout& l, double value) {
+  if (l.size == 0) return cudaSuccess;
+  visit_elem(type, [&](auto e) {
+    using T = storage_t<decltype(e)::value>;
+    using W = typename word<sizeof(T)>::type;
+    const T converted = convert<T>(value);
+    W bits{};
+    std::memcpy(&bits, &converted, sizeof(T));  // the element moves as a word of its size
+    pad_kernel<W><<<grid_for(l.size), block_size, 0, s>>>(static_cast<const W*>(x), static_cast<W*>(y), l, bits);
+  });
+  return cudaGetLastError();
 }
 
 } // namespace typeflow::gpu::kernels

@@ -19,4 +19,7 @@ cudaError_t launch_gather(cudaStream_t s, std::size_t element_bytes, const void*
                           std::int64_t axis, std::int64_t inner, bool indices_64, const void* indices,
                           std::int64_t count, void* out, unsigned* error_word);
 
+// `value` converted to `type` as cast does.
+cudaError_t launch_pad(cudaStream_t s, elem type, const void* x, void* y, const pad_layout& layout, double value);
+
 } // namespace typeflow::gpu::kernels

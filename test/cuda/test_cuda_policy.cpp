@@ -160,6 +160,19 @@ TEST_CASE("array ops on cuda<0> match the CPU kernels; an index outside gather's
   compare(tf::ops::concat{.axis = 1}, {{a, ga}, {b, gb}});
   compare(tf::ops::broadcast_to{.dims = {3, 4, 5, 6}}, {{a, ga}});
   compare(tf::ops::identity{}, {{a, ga}});
+  for (const auto mode : {tf::ops::pad_mode::constant, tf::ops::pad_mode::reflect, tf::ops::pad_mode::symmetric,
+                          tf::ops::pad_mode::edge})
+    compare(tf::ops::pad{.paddings = {1, 2, 0, 3, 4, 1}, .value = mode == tf::ops::pad_mode::constant ? 1.5 : 0.0,
+                         .mode = mode},
+            {{a, ga}});
+  {
+    auto want = tf::call<float>(host, tf::ops::split{.axis = 2, .num_split = 3}, a);
+    auto got = tf::call<float, registry>(g, tf::ops::split{.axis = 2, .num_split = 3}, ga);
+    INFO(got.status().to_string());
+    REQUIRE((want.ok() && got.ok()));
+    REQUIRE(got->size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) require_close(on_host((*got)[k], g, host), (*want)[k], 0);
+  }
 
   auto idx = tf::tensor::allocate(tf::dtype::i64, tf::shape{3});
   REQUIRE(idx.ok());

@@ -4,6 +4,9 @@
 // gets at run time without the GPU (clear statuses, nothing launched).
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <vector>
+
 #include <typeflow/kernels/cuda/kernel_list.hpp>
 #include <typeflow/typeflow.hpp>
 
@@ -75,4 +78,44 @@ TEST_CASE("a static session on cuda<0> alone fuses nothing by default, and witho
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(std::string(r.status().message()), Contains("GPU:0"));
   }
+}
+
+TEST_CASE("pad_source maps every output element as the CPU's pad kernel does, in every mode") {
+  // The input holds its own offsets, so the CPU's output says which element each output copies
+  // (-1 for the constant).
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<int> rank_of(1, 4), dim_of(1, 4), mode_of(0, 3);
+  tf::cpu host;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rank = rank_of(rng);
+    const auto mode = static_cast<tf::ops::pad_mode>(mode_of(rng));
+    std::vector<std::int64_t> dims(static_cast<std::size_t>(rank)), paddings;
+    for (auto& d : dims) d = dim_of(rng);
+    for (std::int64_t d : dims) {
+      const std::int64_t most = mode == tf::ops::pad_mode::reflect ? d - 1 : mode == tf::ops::pad_mode::symmetric ? d : 3;
+      std::uniform_int_distribution<std::int64_t> pad_of(0, most);
+      paddings.push_back(pad_of(rng));
+      paddings.push_back(pad_of(rng));
+    }
+    auto x = tf::tensor::allocate(tf::dtype::f32, *tf::shape::from_span(dims));
+    REQUIRE(x.ok());
+    auto xv = x->unchecked_values<float>();
+    for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
+    tf::ops::pad op{.value = mode == tf::ops::pad_mode::constant ? -1.0 : 0.0, .mode = mode};  // others take no value
+    for (auto v : paddings) op.paddings.push_back(v);
+    auto want = tf::call<float>(host, op, *x);
+    INFO(want.status().to_string());
+    REQUIRE(want.ok());
+    auto l = tf::gpu::make_pad_layout({.type = tf::gpu::elem::f32, .x = xv.data(), .x_dims = dims, .paddings = paddings,
+                                       .mode = static_cast<tf::gpu::pad_mode>(mode), .value = -1, .y = xv.data()});
+    REQUIRE(l.ok());
+    const auto wv = want->unchecked_values<float>();
+    REQUIRE(l->size == static_cast<std::int64_t>(wv.size()));
+    for (std::int64_t o = 0; o < l->size; ++o) REQUIRE(static_cast<float>(tf::gpu::pad_source(*l, o)) == wv[static_cast<std::size_t>(o)]);
+  }
+  const std::int64_t d[] = {3}, too_much[] = {3, 0};
+  float f = 0;
+  auto bad = tf::gpu::make_pad_layout({.x = &f, .x_dims = d, .paddings = too_much, .mode = tf::gpu::pad_mode::reflect, .y = &f});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()) == "pad: axis 0 has 3 elements, too few to pad by 3 in mode reflect");
 }

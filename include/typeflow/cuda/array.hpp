@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libtypeflow_cuda's data movement: a strided copy between any two layouts of the same dimensions
-// (what transpose, slice, concat, reshape and identity are on the GPU), and gather along an axis.
+// (what transpose, slice, concat, split, reshape and identity are on the GPU), gather along an axis,
+// and pad in every mode of ops::pad (one kernel that maps each output element to its source through
+// pad_source in layout.hpp).
 // Each call checks its parameters on the host (validate, which needs no device) and enqueues one
 // kernel on the stream.
 #pragma once
@@ -40,6 +42,22 @@ struct gather_params {
   void* out = nullptr;
   unsigned* error_word = nullptr;
 };
+
+struct pad_params {
+  elem type = elem::f32;
+  const void* x = nullptr;
+  dims_view x_dims;
+  std::span<const std::int64_t> paddings;  // before and after, per dimension
+  pad_mode mode = pad_mode::constant;
+  double value = 0;                        // constant mode, converted as cast does
+  void* y = nullptr;                       // x's dims plus the paddings
+};
+
+// invalid_argument for paddings that do not match the rank, are negative, or go beyond what the
+// mode can take from the input (reflect d - 1, symmetric d, edge anything from a non-empty axis).
+TYPEFLOW_CUDA_API result<pad_layout> make_pad_layout(const pad_params& p);
+TYPEFLOW_CUDA_API status validate(const pad_params& p);
+TYPEFLOW_CUDA_API status pad(const stream& s, const pad_params& p);
 
 // The layout a strided copy indexes with (operand 0: src, 1: dst), dimensions merged where both
 // sides step alike; invalid_argument naming `op` beyond max_layout_rank unmerged dimensions.

@@ -50,4 +50,41 @@ TYPEFLOW_HOST_DEVICE constexpr void operand_offsets(const strided_layout<Operand
   }
 }
 
+// ops::pad_mode's values, in its order.
+enum class pad_mode : std::uint8_t { constant, reflect, symmetric, edge };
+
+inline constexpr int max_pad_rank = 8;
+
+struct pad_layout {
+  int rank = 0;
+  std::int64_t size = 1;  // elements of the output
+  std::int64_t out_dims[max_pad_rank] = {};
+  std::int64_t in_dims[max_pad_rank] = {};
+  std::int64_t before[max_pad_rank] = {};
+  pad_mode mode = pad_mode::constant;
+};
+
+// The input element (row-major offset) output element `index` copies, or -1 for the constant.
+// Reflect pads at most d - 1 and symmetric at most d on a side (ops::pad checks), so one reflection
+// reaches the input.
+TYPEFLOW_HOST_DEVICE constexpr std::int64_t pad_source(const pad_layout& l, std::int64_t index) {
+  std::int64_t offset = 0, stride = 1;
+  for (int k = l.rank - 1; k >= 0; --k) {
+    const std::int64_t d = l.in_dims[k];
+    std::int64_t c = index % l.out_dims[k] - l.before[k];
+    index /= l.out_dims[k];
+    if (c < 0 || c >= d) {
+      switch (l.mode) {
+        case pad_mode::constant: return -1;
+        case pad_mode::reflect: c = c < 0 ? -c : 2 * (d - 1) - c; break;
+        case pad_mode::symmetric: c = c < 0 ? -c - 1 : 2 * d - 1 - c; break;
+        case pad_mode::edge: c = c < 0 ? 0 : d - 1; break;
+      }
+    }
+    offset += c * stride;
+    stride *= d;
+  }
+  return offset;
+}
+
 } // namespace typeflow::gpu

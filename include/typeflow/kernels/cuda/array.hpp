@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU kernels of the array ops (ops/array.hpp): reshape, squeeze, expand_dims and identity copy;
-// transpose, slice, concat and broadcast_to are strided copies; gather and fill have kernels of
-// their own. An index outside gather's axis is an invalid_argument (read back from the device).
+// transpose, slice, concat, split and broadcast_to are strided copies; pad, gather and fill have
+// kernels of their own. An index outside gather's axis is an invalid_argument (read back from the device).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -35,7 +35,25 @@ inline std::span<const std::int64_t> first(const std::array<std::int64_t, max_ra
   return {a.data(), n};
 }
 
+// Output 0 (row-major) from src, element i... of the output read at sum(i_d * from_d).
+template <class T, class Device>
+status copy_to_output(kernel_context<Device>& ctx, std::string_view op, const void* src,
+                      const std::array<std::int64_t, max_rank>& from, std::size_t output = 0) {
+  const tensor& y = ctx.outputs[output];
+  const auto to = strides_of(y);
+  return gpu::strided_copy(ctx.device.streams().compute,
+                           {.type = elem_of<T>, .dims = dims_of(y), .src = src, .src_strides = first(from, y.rank()),
+                            .dst = y.data(), .dst_strides = first(to, y.rank())},
+                           op);
+}
+
 } // namespace detail
+
+static_assert(static_cast<int>(gpu::pad_mode::constant) == static_cast<int>(ops::pad_mode::constant) &&
+                  static_cast<int>(gpu::pad_mode::reflect) == static_cast<int>(ops::pad_mode::reflect) &&
+                  static_cast<int>(gpu::pad_mode::symmetric) == static_cast<int>(ops::pad_mode::symmetric) &&
+                  static_cast<int>(gpu::pad_mode::edge) == static_cast<int>(ops::pad_mode::edge),
+              "gpu::pad_mode lists ops::pad_mode's values in its order");
 
 // The output holds the input's elements in the same order (reshape, squeeze, expand_dims, identity).
 template <class Op, class Device, class T>
@@ -68,12 +86,7 @@ struct cuda_transpose_kernel {
     const auto in = detail::strides_of(x);
     std::array<std::int64_t, max_rank> from{};
     for (std::size_t i = 0; i < y.rank(); ++i) from[i] = in[static_cast<std::size_t>(perm[i])];
-    const auto to = detail::strides_of(y);
-    return gpu::strided_copy(ctx.device.streams().compute,
-                             {.type = detail::elem_of<T>, .dims = detail::dims_of(y), .src = x.data(),
-                              .src_strides = detail::first(from, y.rank()), .dst = y.data(),
-                              .dst_strides = detail::first(to, y.rank())},
-                             Op::name);
+    return detail::copy_to_output<T>(ctx, Op::name, x.data(), from);
   }
 };
 
@@ -87,7 +100,6 @@ struct cuda_slice_kernel {
   static status compute(const ops::slice& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
     const tensor& x = ctx.inputs[0];
-    const tensor& y = ctx.outputs[0];
     const auto in = detail::strides_of(x);
     std::array<std::int64_t, max_rank> from{};
     std::int64_t base = 0;
@@ -97,13 +109,7 @@ struct cuda_slice_kernel {
       base += axis->begin * in[i];
       from[i] = axis->stride * in[i];
     }
-    const auto to = detail::strides_of(y);
-    return gpu::strided_copy(ctx.device.streams().compute,
-                             {.type = detail::elem_of<T>, .dims = detail::dims_of(y),
-                              .src = static_cast<const T*>(x.data()) + base,
-                              .src_strides = detail::first(from, x.rank()), .dst = y.data(),
-                              .dst_strides = detail::first(to, y.rank())},
-                             Op::name);
+    return detail::copy_to_output<T>(ctx, Op::name, static_cast<const T*>(x.data()) + base, from);
   }
 };
 
@@ -138,6 +144,46 @@ struct cuda_concat_kernel {
 };
 
 template <class Op, class Device, class T>
+struct cuda_split_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+
+  static status compute(const ops::split& op, kernel_context<Device>& ctx) {
+    if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
+    const tensor& x = ctx.inputs[0];
+    const auto axis = normalize_axis(op.axis, x.rank());
+    if (!axis.ok()) return axis.status().with_context(Op::name);
+    const auto from = detail::strides_of(x);
+    for (std::size_t k = 0; k < ctx.outputs.size(); ++k) {
+      // Output k starts k parts along the axis; it steps through x with x's strides.
+      const std::int64_t start = static_cast<std::int64_t>(k) * ctx.outputs[k].dim(*axis);
+      if (auto s = detail::copy_to_output<T>(ctx, Op::name, static_cast<const T*>(x.data()) + start * from[*axis], from, k);
+          !s.ok())
+        return s;
+    }
+    return ok_status();
+  }
+};
+
+template <class Op, class Device, class T>
+struct cuda_pad_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+
+  static status compute(const ops::pad& op, kernel_context<Device>& ctx) {
+    if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
+    return gpu::pad(ctx.device.streams().compute,
+                    {.type = detail::elem_of<T>, .x = ctx.inputs[0].data(), .x_dims = detail::dims_of(ctx.inputs[0]),
+                     .paddings = std::span<const std::int64_t>(op.paddings.begin(), op.paddings.size()),
+                     .mode = static_cast<gpu::pad_mode>(op.mode), .value = op.value, .y = ctx.outputs[0].data()});
+  }
+};
+
+template <class Op, class Device, class T>
 struct cuda_broadcast_to_kernel {
   using op_type = Op;
   using device_type = Device;
@@ -152,12 +198,7 @@ struct cuda_broadcast_to_kernel {
     std::array<std::int64_t, max_rank> from{};  // 0 where x is broadcast
     const std::size_t lead = y.rank() - x.rank();
     for (std::size_t i = lead; i < y.rank(); ++i) from[i] = x.dim(i - lead) == 1 ? 0 : in[i - lead];
-    const auto to = detail::strides_of(y);
-    return gpu::strided_copy(ctx.device.streams().compute,
-                             {.type = detail::elem_of<T>, .dims = detail::dims_of(y), .src = x.data(),
-                              .src_strides = detail::first(from, y.rank()), .dst = y.data(),
-                              .dst_strides = detail::first(to, y.rank())},
-                             Op::name);
+    return detail::copy_to_output<T>(ctx, Op::name, x.data(), from);
   }
 };
 

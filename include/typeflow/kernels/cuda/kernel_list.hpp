@@ -72,6 +72,8 @@ using array_kernels = kernel_list<
     kernel_family<cuda_transpose_kernel, ops::transpose, gpu_devices, gpu_all>,
     kernel_family<cuda_slice_kernel, ops::slice, gpu_devices, gpu_all>,
     kernel_family<cuda_concat_kernel, ops::concat, gpu_devices, gpu_all>,
+    kernel_family<cuda_split_kernel, ops::split, gpu_devices, gpu_all>,
+    kernel_family<cuda_pad_kernel, ops::pad, gpu_devices, gpu_all>,
     kernel_family<cuda_broadcast_to_kernel, ops::broadcast_to, gpu_devices, gpu_all>,
     kernel_family<cuda_gather_kernel, ops::gather, gpu_devices, gpu_all>,
     kernel_family<cuda_fill_kernel, ops::fill, gpu_devices, gpu_all>>;
