@@ -32,6 +32,11 @@ const std::vector<shape_pair> small_cases = {
     {{1}, {1}},
     {{1}, {5}},
     {{7}, {7}},
+    // At most 16 elements without a broadcast: the kernel's plain loop (up to and past its limit).
+    {{2, 3}, {2, 3}},
+    {{1, 1}, {1}},
+    {{4, 4}, {1, 4, 4}},
+    {{17}, {17}},
     {{0, 3}, {0, 3}},
     {{0, 3}, {3}},
     {{0, 3}, {1}},

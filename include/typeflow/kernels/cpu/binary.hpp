@@ -130,10 +130,20 @@ struct eigen_binary_kernel {
     if (y.num_elements() == 0) return ok_status();
     if (auto st = detail::check_right_operand<Op, T>(z); !st.ok()) return st;
 
-    const layout l = detail::make_broadcast_layout<2>({x.shape(), z.shape()}, y.shape());
     const T* a = x.unchecked_data<const T>();
     const T* b = z.unchecked_data<const T>();
     output_type* out = y.unchecked_data<output_type>();
+    // A few elements, each input as many as the output (so element i of each goes with element i of
+    // the output: a broadcast that changes nothing): a plain loop, without the broadcast layout and
+    // Eigen's expression set-up, which cost more than the work at this size (bench_schedule's
+    // unfused 1-element nodes).
+    const std::int64_t n = y.num_elements();
+    if (n <= max_plain_loop && x.num_elements() == n && z.num_elements() == n) {
+      const functor f{};
+      for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+      return ok_status();
+    }
+    const layout l = detail::make_broadcast_layout<2>({x.shape(), z.shape()}, y.shape());
     if (by_rows(l)) {
       assign_rows(ctx.device, l, a, b, out);
       return ok_status();
@@ -149,6 +159,9 @@ struct eigen_binary_kernel {
   }
 
  private:
+  // Outputs of at most this many elements whose inputs do not broadcast go through a plain loop.
+  static constexpr std::int64_t max_plain_loop = 16;
+
   // Rows at least this long go row by row (below, Eigen's broadcast and the strided loop win).
   static constexpr std::int64_t min_row_length = 32;
 
