@@ -13,6 +13,7 @@
 #include <typeflow/cuda/array.hpp>
 #include <typeflow/cuda/blas.hpp>
 #include <typeflow/cuda/elementwise.hpp>
+#include <typeflow/cuda/nn.hpp>
 #include <typeflow/cuda/reduction.hpp>
 #include <typeflow/cuda/runtime.hpp>
 
@@ -383,4 +384,19 @@ TEST_CASE("strided copies and gathers check their parameters before anything is 
   CHECK(gpu::validate(g).ok());
   g.axis = 0;
   CHECK_THAT(std::string(gpu::validate(g).message()), Contains("the gathered axis is empty"));
+}
+
+TEST_CASE("layer_norm and batch_norm check their parameters before anything is launched") {
+  float x = 0;
+  gpu::layer_norm_params l{.type = gpu::elem::i32, .x = &x, .rows = 2, .n = 3, .scale = &x, .offset = &x, .y = &x};
+  CHECK(std::string(gpu::validate(l).message()) == "layer_norm: dtype i32 is not supported (floating types only)");
+  l.type = gpu::elem::f32;
+  CHECK(gpu::validate(l).ok());
+  l.epsilon = -1;
+  CHECK_THAT(std::string(gpu::validate(l).message()), Contains("epsilon must be >= 0"));
+  l.epsilon = 1e-5;
+  l.offset = nullptr;
+  CHECK(std::string(gpu::validate(l).message()) == "layer_norm: offset is null");
+  gpu::batch_norm_params b{.type = gpu::elem::f16, .x = &x, .rows = -1, .channels = 3};
+  CHECK_THAT(std::string(gpu::validate(b).message()), Contains("negative dimension"));
 }

@@ -68,7 +68,56 @@ TEST_CASE("eager calls on cuda<0> match the CPU kernels") {
   check(tf::ops::reduce_max{.axes = {0, 2}, .keep_dims = true}, std::pair{a, ga});
   check(tf::ops::softmax{.axis = -1}, std::pair{a, ga});
   check(tf::ops::log_softmax{.axis = 1}, std::pair{a, ga});
+  check(tf::ops::bias_add{}, std::pair{a, ga}, std::pair{b, gb});
+  const auto scale = random_tensor<float>(tf::shape{8, 16}, 4), offset = random_tensor<float>(tf::shape{8, 16}, 5);
+  check(tf::ops::layer_norm{.axis = 1}, std::pair{a, ga}, std::pair{scale, on_gpu(scale, host, g)},
+        std::pair{offset, on_gpu(offset, host, g)});
+  const auto variance = random_tensor<float>(tf::shape{16}, 6, 0.5, 2.0);
+  check(tf::ops::batch_norm{}, std::pair{a, ga}, std::pair{b, gb}, std::pair{b, gb}, std::pair{b, gb},
+        std::pair{variance, on_gpu(variance, host, g)});
   REQUIRE(g.synchronize().ok());
+}
+
+TEST_CASE("an attention block runs on cuda<0> as on the CPU") {
+  using tf::static_shape;
+  // [8 tokens, 16] -> layer norm -> q, k, v -> 2 heads of 8 -> softmax(q k^T) v -> back to [8, 16] -> gelu
+  constexpr auto x = tf::input<"x", float, static_shape<8, 16>>;
+  constexpr auto gamma = tf::variable<"gamma", float, static_shape<16>>;
+  constexpr auto beta = tf::variable<"beta", float, static_shape<16>>;
+  constexpr auto wq = tf::variable<"wq", float, static_shape<16, 16>>;
+  constexpr auto wk = tf::variable<"wk", float, static_shape<16, 16>>;
+  constexpr auto wv = tf::variable<"wv", float, static_shape<16, 16>>;
+  constexpr auto n = tf::apply<tf::ops::layer_norm{.axis = -1}>(x, gamma, beta);
+  constexpr auto heads = [](auto t) {
+    return tf::apply<tf::ops::transpose{.perm = {1, 0, 2}}>(tf::reshape<tf::shape{8, 2, 8}>(t));
+  };
+  constexpr auto q = heads(tf::matmul(n, wq));
+  constexpr auto k = heads(tf::matmul(n, wk));
+  constexpr auto v = heads(tf::matmul(n, wv));
+  constexpr auto attention = tf::matmul(tf::softmax(tf::apply<tf::ops::matmul{.transpose_b = true}>(q, k)), v);
+  constexpr auto y = tf::gelu(tf::reshape<tf::shape{8, 16}>(tf::apply<tf::ops::transpose{.perm = {1, 0, 2}}>(attention)));
+  using g = decltype(tf::graph(y));
+
+  tf::cpu host;
+  tf::cuda<0> gpu;
+  tf::session<g, tf::cpu> reference(g{}, host);
+  tf::session<g, tf::cuda<0>, registry> on_gpu_only(g{}, gpu);
+  const auto xt = random_tensor<float>(tf::shape{8, 16}, 31);
+  const auto init = [&](auto& s) {
+    std::uint64_t sd = 32;  // the same weights in both sessions
+    REQUIRE(s.initialize(gamma, random_tensor<float>(tf::shape{16}, sd++)).ok());
+    REQUIRE(s.initialize(beta, random_tensor<float>(tf::shape{16}, sd++)).ok());
+    REQUIRE(s.initialize(wq, random_tensor<float>(tf::shape{16, 16}, sd++, -0.5, 0.5)).ok());
+    REQUIRE(s.initialize(wk, random_tensor<float>(tf::shape{16, 16}, sd++, -0.5, 0.5)).ok());
+    REQUIRE(s.initialize(wv, random_tensor<float>(tf::shape{16, 16}, sd++, -0.5, 0.5)).ok());
+  };
+  init(reference);
+  init(on_gpu_only);
+  auto want = reference.run(tf::feed(x, xt), tf::fetch(y));
+  auto got = on_gpu_only.run(tf::feed(x, xt), tf::fetch(y));
+  INFO(got.status().to_string());
+  REQUIRE((want.ok() && got.ok()));
+  require_close(std::get<0>(*got).untyped(), std::get<0>(*want).untyped(), 1e-4);
 }
 
 TEST_CASE("a host tensor given to a GPU kernel, and integer division by zero on the GPU, are statuses") {

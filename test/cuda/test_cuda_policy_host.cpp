@@ -21,7 +21,10 @@ static_assert(registry::has_kernel<tf::ops::matmul, tf::cuda<1>, Eigen::half>); 
 static_assert(registry::has_kernel<tf::ops::equal, tf::cuda<0>, bool>);
 static_assert(registry::has_kernel<tf::ops::softmax, tf::cuda<0>, Eigen::bfloat16>);
 static_assert(!registry::has_kernel<tf::ops::exp, tf::cuda<0>, std::int32_t>);  // exp takes floats
+static_assert(registry::has_kernel<tf::ops::layer_norm, tf::cuda<0>, Eigen::half>);
+static_assert(registry::has_kernel<tf::ops::pad, tf::cuda<0>, std::int8_t>);
 static_assert(!registry::has_kernel<tf::ops::top_k, tf::cuda<0>, float>);       // not on the GPU yet
+static_assert(!registry::has_kernel<tf::ops::conv2d, tf::cuda<0>, float>);      // cuDNN: not yet
 static_assert(tf::device_priority<tf::cuda<0>> > tf::device_priority<tf::cpu>);
 
 TEST_CASE("cuda<N> names GPU:N and its memory space") {

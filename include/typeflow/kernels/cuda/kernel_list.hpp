@@ -15,6 +15,7 @@
 #include <typeflow/kernels/cuda/array.hpp>
 #include <typeflow/kernels/cuda/elementwise.hpp>
 #include <typeflow/kernels/cuda/linalg.hpp>
+#include <typeflow/kernels/cuda/nn.hpp>
 #include <typeflow/kernels/cuda/reduction.hpp>
 #include <typeflow/kernels/kernel.hpp>
 
@@ -50,6 +51,11 @@ using elementwise_kernels = kernel_list<
 
 using linalg_kernels = kernel_list<kernel_family<cuda_matmul_kernel, ops::matmul, gpu_devices, gpu_floats>>;
 
+using nn_kernels = kernel_list<
+    kernel_family<cuda_bias_add_kernel, ops::bias_add, gpu_devices, gpu_numbers>,
+    kernel_family<cuda_layer_norm_kernel, ops::layer_norm, gpu_devices, gpu_floats>,
+    kernel_family<cuda_batch_norm_kernel, ops::batch_norm, gpu_devices, gpu_floats>>;
+
 // The CPU's reduction dtypes (no 8-bit integers, whose sums wrap at once), with f16 and bf16, which
 // accumulate in f32 here.
 using gpu_reduced = dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int32_t, std::int64_t>;
@@ -82,7 +88,7 @@ using array_kernels = kernel_list<
 
 // Named (a struct), so that diagnostics print `cuda_kernel_list`.
 struct cuda_kernel_list : named_kernel_list<concat_kernel_lists<
-    cuda_kernels::elementwise_kernels, cuda_kernels::linalg_kernels, cuda_kernels::reduction_kernels,
-    cuda_kernels::array_kernels>> {};
+    cuda_kernels::elementwise_kernels, cuda_kernels::linalg_kernels, cuda_kernels::nn_kernels,
+    cuda_kernels::reduction_kernels, cuda_kernels::array_kernels>> {};
 
 } // namespace typeflow
