@@ -59,6 +59,28 @@ __host__ __device__ __forceinline__ To convert(From x) {
   }
 }
 
+// Float or double versions of the math functions, so that f32 never goes through double.
+#define TYPEFLOW_MATH(name)                                                          \
+  template <class C>                                                                 \
+  __device__ __forceinline__ C m_##name(C x) {                                       \
+    if constexpr (std::is_same_v<C, float>) return ::name##f(x);                      \
+    else return ::name(x);                                                           \
+  }
+TYPEFLOW_MATH(exp)
+TYPEFLOW_MATH(log)
+TYPEFLOW_MATH(log1p)
+TYPEFLOW_MATH(sqrt)
+TYPEFLOW_MATH(rsqrt)
+TYPEFLOW_MATH(tanh)
+TYPEFLOW_MATH(erf)
+#undef TYPEFLOW_MATH
+
+template <class C>
+__device__ __forceinline__ C m_pow(C x, C y) {
+  if constexpr (std::is_same_v<C, float>) return ::powf(x, y);
+  else return ::pow(x, y);
+}
+
 inline constexpr int block_size = 256;
 
 // Blocks for `size` elements with a grid-stride loop: enough to fill any current GPU, few enough

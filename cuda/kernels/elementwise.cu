@@ -11,28 +11,6 @@
 namespace typeflow::gpu::kernels {
 namespace {
 
-// Float or double versions of the math functions, so that f32 never goes through double.
-#define TYPEFLOW_MATH(name)                                                          \
-  template <class C>                                                                 \
-  __device__ __forceinline__ C m_##name(C x) {                                       \
-    if constexpr (std::is_same_v<C, float>) return ::name##f(x);                      \
-    else return ::name(x);                                                           \
-  }
-TYPEFLOW_MATH(exp)
-TYPEFLOW_MATH(log)
-TYPEFLOW_MATH(log1p)
-TYPEFLOW_MATH(sqrt)
-TYPEFLOW_MATH(rsqrt)
-TYPEFLOW_MATH(tanh)
-TYPEFLOW_MATH(erf)
-#undef TYPEFLOW_MATH
-
-template <class C>
-__device__ __forceinline__ C m_pow(C x, C y) {
-  if constexpr (std::is_same_v<C, float>) return ::powf(x, y);
-  else return ::pow(x, y);
-}
-
 // Integer arithmetic that wraps instead of overflowing (signed overflow is undefined in C++).
 template <class C, class F>
 __device__ __forceinline__ C wrapping(C a, C b, F f) {

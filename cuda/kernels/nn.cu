@@ -14,18 +14,6 @@ __device__ __forceinline__ A warp_sum(A v) {
   return v;
 }
 
-template <class A>
-__device__ __forceinline__ A rsqrt_of(A v) {
-  if constexpr (std::is_same_v<A, float>) return ::rsqrtf(v);
-  else return ::rsqrt(v);
-}
-
-template <class A>
-__device__ __forceinline__ A sqrt_of(A v) {
-  if constexpr (std::is_same_v<A, float>) return ::sqrtf(v);
-  else return ::sqrt(v);
-}
-
 template <class T>
 __global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t n, const T* scale, const T* offset,
                                   compute_t<T> epsilon, T* y) {
@@ -44,7 +32,7 @@ __global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t n,
       const A d = static_cast<A>(p[i]) - mean;
       squares += d * d;
     }
-    const A inverse = rsqrt_of(warp_sum(squares) / static_cast<A>(n) + epsilon);
+    const A inverse = m_rsqrt(warp_sum(squares) / static_cast<A>(n) + epsilon);
     for (std::int64_t i = lane; i < n; i += 32)
       q[i] = static_cast<T>((static_cast<A>(p[i]) - mean) * inverse * static_cast<A>(scale[i]) + static_cast<A>(offset[i]));
   }
@@ -58,7 +46,7 @@ __global__ void batch_norm_kernel(const T* x, std::int64_t size, std::int64_t ch
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < size; i += stride) {
     const std::int64_t c = i % channels;
     // sqrt of a negative variance is NaN, as on the CPU (the data is not checked)
-    const A factor = static_cast<A>(scale[c]) / sqrt_of(static_cast<A>(variance[c]) + epsilon);
+    const A factor = static_cast<A>(scale[c]) / m_sqrt(static_cast<A>(variance[c]) + epsilon);
     y[i] = static_cast<T>((static_cast<A>(x[i]) - static_cast<A>(mean[c])) * factor + static_cast<A>(offset[c]));
   }
 }

@@ -194,18 +194,6 @@ __global__ void argmax_kernel(const T* x, std::int64_t* y, std::int64_t outer, s
 
 // --- softmax ---
 
-template <class A>
-__device__ __forceinline__ A exp_of(A v) {
-  if constexpr (std::is_same_v<A, float>) return ::expf(v);
-  else return ::exp(v);
-}
-
-template <class A>
-__device__ __forceinline__ A log_of(A v) {
-  if constexpr (std::is_same_v<A, float>) return ::logf(v);
-  else return ::log(v);
-}
-
 // A warp per row of a softmax along the last axis: max, then the sum of e^(x - max), then the output.
 template <class T>
 __global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t n, bool log) {
@@ -220,14 +208,14 @@ __global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t n
     for (std::int64_t i = lane; i < n; i += 32) top = combine<reduce_op::max>(top, static_cast<A>(p[i]));
     top = warp_reduce<reduce_op::max>(top);
     A sum = 0;
-    for (std::int64_t i = lane; i < n; i += 32) sum += exp_of(static_cast<A>(p[i]) - top);
+    for (std::int64_t i = lane; i < n; i += 32) sum += m_exp(static_cast<A>(p[i]) - top);
     sum = warp_reduce<reduce_op::sum>(sum);
     if (log) {
-      const A log_sum = log_of(sum);
+      const A log_sum = m_log(sum);
       for (std::int64_t i = lane; i < n; i += 32) q[i] = static_cast<T>(static_cast<A>(p[i]) - top - log_sum);
     } else {
       const A inverse = A(1) / sum;
-      for (std::int64_t i = lane; i < n; i += 32) q[i] = static_cast<T>(exp_of(static_cast<A>(p[i]) - top) * inverse);
+      for (std::int64_t i = lane; i < n; i += 32) q[i] = static_cast<T>(m_exp(static_cast<A>(p[i]) - top) * inverse);
     }
   }
 }
@@ -245,11 +233,11 @@ __global__ void softmax_columns(const T* x, T* y, std::int64_t outer, std::int64
     A top = -std::numeric_limits<A>::infinity();
     for (std::int64_t r = 0; r < n; ++r) top = combine<reduce_op::max>(top, static_cast<A>(p[r * inner]));
     A sum = 0;
-    for (std::int64_t r = 0; r < n; ++r) sum += exp_of(static_cast<A>(p[r * inner]) - top);
-    const A log_sum = log_of(sum), inverse = A(1) / sum;
+    for (std::int64_t r = 0; r < n; ++r) sum += m_exp(static_cast<A>(p[r * inner]) - top);
+    const A log_sum = m_log(sum), inverse = A(1) / sum;
     for (std::int64_t r = 0; r < n; ++r) {
       const A shifted = static_cast<A>(p[r * inner]) - top;
-      q[r * inner] = static_cast<T>(log ? shifted - log_sum : exp_of(shifted) * inverse);
+      q[r * inner] = static_cast<T>(log ? shifted - log_sum : m_exp(shifted) * inverse);
     }
   }
 }
