@@ -87,6 +87,25 @@ status validate(const gather_params& p) {
   return ok_status();
 }
 
+status validate(const select_params& p) {
+  if (!is_valid(p.type)) return errors::invalid_argument("where: invalid dtype code ", static_cast<int>(p.type));
+  auto l = broadcast_layout("where", p.condition_dims, p.x_dims, p.y_dims, p.out_dims);
+  if (!l.ok()) return l.status();
+  if (l->size > 0 && (p.condition == nullptr || p.x == nullptr || p.y == nullptr || p.out == nullptr))
+    return errors::invalid_argument("where: ", p.condition == nullptr ? "the condition" : p.x == nullptr ? "x"
+                                    : p.y == nullptr ? "y" : "the output", " is null");
+  return ok_status();
+}
+
+status select(const stream& s, const select_params& p) {
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
+  auto l = broadcast_layout("where", p.condition_dims, p.x_dims, p.y_dims, p.out_dims);
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, "where"));
+  return launched(kernels::launch_select(static_cast<cudaStream_t>(s.native()), size_of(p.type), p.condition, p.x, p.y,
+                                         p.out, *l),
+                  "where", s);
+}
+
 status strided_copy(const stream& s, const strided_copy_params& p, std::string_view op) {
   TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p, op));
   auto l = copy_layout(op, p.dims, p.src_strides, p.dst_strides);

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 
 #include "detail/check.hpp"
 #include "detail/dims.hpp"
@@ -33,76 +34,114 @@ status check_pointer(std::string_view op, std::string_view what, const void* p, 
 
 } // namespace
 
-result<strided_layout<2>> broadcast_layout(std::string_view op, dims_view a, dims_view b, dims_view out) {
-  for (const auto& [d, name] : {std::pair{a, "input 0"}, std::pair{b, "input 1"}, std::pair{out, "the output"}}) {
-    auto n = elements(op, name, d);
-    if (!n.ok()) return n.status();
+namespace {
+
+// "input 0 [4, 3] and input 1 [4]", "input 0 [2], input 1 [2, 1] and input 2 []"
+template <std::size_t N>
+typeflow::detail::text inputs_text(const std::array<dims_view, N>& in) {
+  typeflow::detail::text t;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i > 0) t.append(i + 1 == N ? " and " : ", ");
+    typeflow::detail::append(t, cat("input ", static_cast<long long>(i), " ", dims_text(in[i])));
   }
+  return t;
+}
+
+// The layout of N operands broadcast to `out` (operand i reads in[i]).
+template <int N>
+result<strided_layout<N>> make_broadcast_layout(std::string_view op, const std::array<dims_view, N>& in, dims_view out) {
+  std::size_t widest = 0;
+  for (int i = 0; i < N; ++i) {
+    auto n = elements(op, cat("input ", i).view(), in[i]);
+    if (!n.ok()) return n.status();
+    widest = std::max(widest, in[i].size());
+  }
+  auto n = elements(op, "the output", out);
+  if (!n.ok()) return n.status();
   const std::size_t rank = out.size();
-  if (a.size() > rank || b.size() > rank || rank != std::max(a.size(), b.size()))
-    return errors::invalid_argument(op, ": the output's shape ", dims_text(out), " is not the broadcast of the inputs' ",
-                                    dims_text(a), " and ", dims_text(b));
+  if (rank != widest)
+    return errors::invalid_argument(op, ": the output's shape ", dims_text(out), " is not the broadcast of ",
+                                    inputs_text(in));
   // Right-aligned: dimension i of the output is dimension i - (rank - size) of an operand.
   const auto dim_of = [&](dims_view d, std::size_t i) -> std::int64_t {
     const std::size_t lead = rank - d.size();
     return i < lead ? 1 : d[i - lead];
   };
-  for (std::size_t i = 0; i < rank; ++i) {
-    const std::int64_t da = dim_of(a, i), db = dim_of(b, i);
-    if (da != db && da != 1 && db != 1)
-      return errors::invalid_argument(op, ": input 0 ", dims_text(a), " and input 1 ", dims_text(b),
-                                      " do not broadcast (output dimension ", static_cast<long long>(i), ")");
-    if (out[i] != (da == 1 ? db : da))
-      return errors::invalid_argument(op, ": input 0 ", dims_text(a), " and input 1 ", dims_text(b),
-                                      " broadcast to a shape other than the output's ", dims_text(out),
-                                      " (dimension ", static_cast<long long>(i), ")");
+  for (std::size_t k = 0; k < rank; ++k) {
+    std::int64_t want = 1;
+    for (int i = 0; i < N; ++i) {
+      const std::int64_t d = dim_of(in[i], k);
+      if (d == 1) continue;
+      if (want != 1 && d != want)
+        return errors::invalid_argument(op, ": ", inputs_text(in), " do not broadcast (output dimension ",
+                                        static_cast<long long>(k), ")");
+      want = d;
+    }
+    if (out[k] != want)
+      return errors::invalid_argument(op, ": ", inputs_text(in), " broadcast to a shape other than the output's ",
+                                      dims_text(out), " (dimension ", static_cast<long long>(k), ")");
   }
 
   // Dimensions of the output, innermost first, with each operand's stride; size-1 output dimensions
   // are dropped, and a dimension merges into the one inside it when every operand steps through
   // both as one (contiguous across them, or broadcast along both).
-  strided_layout<2> l;
   std::int64_t dims[64 + 1];
-  std::int64_t strides[2][64 + 1];
+  std::int64_t strides[N][64 + 1];
   int merged = 0;
-  std::int64_t running[2] = {1, 1};  // each operand's row-major stride of the current dimension
+  std::int64_t running[N];  // each operand's row-major stride of the current dimension
+  for (int i = 0; i < N; ++i) running[i] = 1;
   for (std::size_t k = rank; k-- > 0;) {
     const std::int64_t d = out[k];
-    const std::int64_t operand_dim[2] = {dim_of(a, k), dim_of(b, k)};
-    std::int64_t step[2];
-    for (int i = 0; i < 2; ++i) step[i] = (operand_dim[i] == 1 && d != 1) ? 0 : running[i];
-    for (int i = 0; i < 2; ++i) running[i] *= operand_dim[i];
+    std::int64_t step[N];
+    for (int i = 0; i < N; ++i) {
+      const std::int64_t operand_dim = dim_of(in[i], k);
+      step[i] = (operand_dim == 1 && d != 1) ? 0 : running[i];
+      running[i] *= operand_dim;
+    }
     if (d == 1) continue;
     if (merged > 0) {
       bool mergeable = true;
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < N; ++i) {
         const std::int64_t inner = strides[i][merged - 1] * dims[merged - 1];
         mergeable = mergeable && ((step[i] == 0 && strides[i][merged - 1] == 0) || (step[i] != 0 && step[i] == inner));
       }
-      if (mergeable) { dims[merged - 1] *= d; continue; }
+      if (mergeable) {
+        dims[merged - 1] *= d;
+        continue;
+      }
     }
     if (merged == 64) return errors::invalid_argument(op, ": the output has more than 64 dimensions");
     dims[merged] = d;
-    strides[0][merged] = step[0];
-    strides[1][merged] = step[1];
+    for (int i = 0; i < N; ++i) strides[i][merged] = step[i];
     ++merged;
   }
   if (merged > max_layout_rank)
-    return errors::invalid_argument(op, ": input 0 ", dims_text(a), " and input 1 ", dims_text(b), " broadcast over ",
-                                    merged, " dimensions that do not merge; GPU kernels index at most ", max_layout_rank);
+    return errors::invalid_argument(op, ": ", inputs_text(in), " broadcast over ", merged,
+                                    " dimensions that do not merge; GPU kernels index at most ", max_layout_rank);
+  strided_layout<N> l;
   l.rank = merged;
-  l.size = 1;
+  l.size = *n;
+  bool unit = true;
   for (int d = 0; d < merged; ++d) {
     // stored outermost first, as operand_offsets reads them
     l.dims[merged - 1 - d] = dims[d];
-    l.strides[0][merged - 1 - d] = strides[0][d];
-    l.strides[1][merged - 1 - d] = strides[1][d];
-    l.size *= dims[d];
+    for (int i = 0; i < N; ++i) {
+      l.strides[i][merged - 1 - d] = strides[i][d];
+      unit = unit && strides[i][d] == 1;
+    }
   }
-  for (std::size_t k = 0; k < rank; ++k)
-    if (out[k] == 0) l.size = 0;
-  l.same_shape = merged == 0 || (merged == 1 && l.strides[0][0] == 1 && l.strides[1][0] == 1);
+  l.same_shape = merged == 0 || (merged == 1 && unit);
   return l;
+}
+
+} // namespace
+
+result<strided_layout<2>> broadcast_layout(std::string_view op, dims_view a, dims_view b, dims_view out) {
+  return make_broadcast_layout<2>(op, {a, b}, out);
+}
+
+result<strided_layout<3>> broadcast_layout(std::string_view op, dims_view a, dims_view b, dims_view c, dims_view out) {
+  return make_broadcast_layout<3>(op, {a, b, c}, out);
 }
 
 status validate(const unary_params& p) {

@@ -52,6 +52,17 @@ __global__ void gather_kernel(const W* params, std::int64_t outer, std::int64_t 
   }
 }
 
+template <class W, class Index>
+__global__ void select_kernel(const bool* condition, const W* x, const W* y, W* out, strided_layout<3> l) {
+  const Index size = static_cast<Index>(l.size);
+  const Index stride = static_cast<Index>(blockDim.x) * gridDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < size; i += stride) {
+    Index offsets[3];
+    operand_offsets(l, i, offsets);
+    out[i] = condition[offsets[0]] ? x[offsets[1]] : y[offsets[2]];
+  }
+}
+
 template <class W>
 __global__ void pad_kernel(const W* x, W* y, pad_layout l, W value) {
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
@@ -106,6 +117,22 @@ cudaError_t launch_gather(cudaStream_t s, std::size_t element_bytes, const void*
       gather_kernel<W, std::int32_t><<<grid_for(total), block_size, 0, s>>>(
           static_cast<const W*>(params), outer, axis, inner, static_cast<const std::int32_t*>(indices), count,
           static_cast<W*>(out), error_word);
+  });
+}
+
+cudaError_t launch_select(cudaStream_t s, std::size_t element_bytes, const bool* condition, const void* x,
+                          const void* y, void* out, const strided_layout<3>& l) {
+  if (l.size == 0) return cudaSuccess;
+  return by_size(element_bytes, [&](auto w) {
+    using W = typename decltype(w)::type;
+    const auto* a = static_cast<const W*>(x);
+    const auto* b = static_cast<const W*>(y);
+    auto* o = static_cast<W*>(out);
+    // Broadcast strides are never negative: 32-bit indices up to 2^31 elements.
+    if (l.size <= (std::int64_t{1} << 31))
+      select_kernel<W, std::uint32_t><<<grid_for(l.size), block_size, 0, s>>>(condition, a, b, o, l);
+    else
+      select_kernel<W, std::int64_t><<<grid_for(l.size), block_size, 0, s>>>(condition, a, b, o, l);
   });
 }
 

@@ -19,6 +19,9 @@ cudaError_t launch_gather(cudaStream_t s, std::size_t element_bytes, const void*
                           std::int64_t axis, std::int64_t inner, bool indices_64, const void* indices,
                           std::int64_t count, void* out, unsigned* error_word);
 
+// Operands 0, 1, 2 of `layout`: condition, x, y.
+cudaError_t launch_select(cudaStream_t s, std::size_t element_bytes, const bool* condition, const void* x,
+                          const void* y, void* out, const strided_layout<3>& layout);
 // `value` converted to `type` as cast does.
 cudaError_t launch_pad(cudaStream_t s, elem type, const void* x, void* y, const pad_layout& layout, double value);
 

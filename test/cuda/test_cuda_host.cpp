@@ -400,3 +400,36 @@ TEST_CASE("layer_norm and batch_norm check their parameters before anything is l
   gpu::batch_norm_params b{.type = gpu::elem::f16, .x = &x, .rows = -1, .channels = 3};
   CHECK_THAT(std::string(gpu::validate(b).message()), Contains("negative dimension"));
 }
+
+TEST_CASE("the three-operand broadcast layout of where indexes like NumPy broadcasting, on random shapes") {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> rank_of(0, 5), dim_of(1, 4), coin(0, 2);
+  for (int trial = 0; trial < 1000; ++trial) {
+    const int rank = rank_of(rng);
+    std::vector<std::int64_t> out(static_cast<std::size_t>(rank));
+    for (auto& d : out) d = dim_of(rng);
+    std::vector<std::vector<std::int64_t>> in(3);
+    for (auto& v : in) {
+      const int r = std::uniform_int_distribution<int>(0, rank)(rng);
+      for (int k = rank - r; k < rank; ++k) v.push_back(coin(rng) == 0 ? 1 : out[static_cast<std::size_t>(k)]);
+    }
+    in[static_cast<std::size_t>(trial % 3)].assign(out.begin(), out.end());  // one operand has the output's shape
+    auto l = gpu::broadcast_layout("where", in[0], in[1], in[2], out);
+    REQUIRE(l.ok());
+    std::int64_t size = 1;
+    for (auto d : out) size *= d;
+    REQUIRE(l->size == size);
+    for (std::int64_t i = 0; i < size; ++i) {
+      std::int64_t offsets[3];
+      gpu::operand_offsets(*l, i, offsets);
+      for (int k = 0; k < 3; ++k) REQUIRE(offsets[k] == reference_offset(in[static_cast<std::size_t>(k)], out, i));
+    }
+  }
+  const std::int64_t c[] = {2, 1}, x[] = {3}, y[] = {2}, out[] = {2, 3};
+  bool flag = true;
+  float v = 0;
+  auto bad = gpu::validate(gpu::select_params{.condition = &flag, .condition_dims = c, .x = &v, .x_dims = x, .y = &v,
+                                              .y_dims = y, .out = &v, .out_dims = out});
+  CHECK(std::string(bad.message()) ==
+        "where: input 0 [2, 1], input 1 [3] and input 2 [2] do not broadcast (output dimension 1)");
+}

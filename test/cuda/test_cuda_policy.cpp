@@ -223,6 +223,19 @@ TEST_CASE("array ops on cuda<0> match the CPU kernels; an index outside gather's
     for (std::size_t k = 0; k < 3; ++k) require_close(on_host((*got)[k], g, host), (*want)[k], 0);
   }
 
+  {
+    auto c = tf::tensor::allocate(tf::dtype::boolean, tf::shape{5, 1});
+    REQUIRE(c.ok());
+    auto cv = c->unchecked_values<bool>();
+    for (std::size_t i = 0; i < cv.size(); ++i) cv[i] = i % 2 == 0;
+    const auto other = random_tensor<float>(tf::shape{6}, 23);
+    auto want = tf::call<float>(host, tf::ops::where{}, *c, a, other);  // [5, 1], [4, 5, 6], [6]
+    auto got = tf::call<float, registry>(g, tf::ops::where{}, on_gpu(*c, host, g), ga, on_gpu(other, host, g));
+    INFO(got.status().to_string());
+    REQUIRE((want.ok() && got.ok()));
+    require_close(on_host(*got, g, host), *want, 0);
+  }
+
   auto idx = tf::tensor::allocate(tf::dtype::i64, tf::shape{3});
   REQUIRE(idx.ok());
   auto iv = idx->unchecked_values<std::int64_t>();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libtypeflow_cuda's data movement: a strided copy between any two layouts of the same dimensions
-// (what transpose, slice, concat, split, reshape and identity are on the GPU), gather along an axis,
+// (what transpose, slice, concat, split, reshape and identity are on the GPU), select (where), gather along an axis,
 // and pad in every mode of ops::pad (one kernel that maps each output element to its source through
 // pad_source in layout.hpp).
 // Each call checks its parameters on the host (validate, which needs no device) and enqueues one
@@ -58,6 +58,22 @@ struct pad_params {
 TYPEFLOW_CUDA_API result<pad_layout> make_pad_layout(const pad_params& p);
 TYPEFLOW_CUDA_API status validate(const pad_params& p);
 TYPEFLOW_CUDA_API status pad(const stream& s, const pad_params& p);
+
+// out = condition ? x : y elementwise, the three broadcast together (NumPy's rule).
+struct select_params {
+  elem type = elem::f32;  // of x, y and out
+  const bool* condition = nullptr;
+  dims_view condition_dims;
+  const void* x = nullptr;
+  dims_view x_dims;
+  const void* y = nullptr;
+  dims_view y_dims;
+  void* out = nullptr;
+  dims_view out_dims;
+};
+
+TYPEFLOW_CUDA_API status validate(const select_params& p);
+TYPEFLOW_CUDA_API status select(const stream& s, const select_params& p);
 
 // The layout a strided copy indexes with (operand 0: src, 1: dst), dimensions merged where both
 // sides step alike; invalid_argument naming `op` beyond max_layout_rank unmerged dimensions.

@@ -61,6 +61,9 @@ TYPEFLOW_CUDA_API status validate(const cast_params& p);
 // when the shapes do not broadcast to `out` or merge to more than max_layout_rank dimensions.
 TYPEFLOW_CUDA_API result<strided_layout<2>> broadcast_layout(std::string_view op, dims_view a, dims_view b,
                                                              dims_view out);
+// The same for three operands (where: condition, x, y).
+TYPEFLOW_CUDA_API result<strided_layout<3>> broadcast_layout(std::string_view op, dims_view a, dims_view b, dims_view c,
+                                                             dims_view out);
 
 TYPEFLOW_CUDA_API status unary(const stream& s, const unary_params& p);
 TYPEFLOW_CUDA_API status binary(const stream& s, const binary_params& p);

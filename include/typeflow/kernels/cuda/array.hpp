@@ -202,6 +202,25 @@ struct cuda_broadcast_to_kernel {
   }
 };
 
+// The kernel's dtype is x's (input 1); the condition is bool.
+template <class Op, class Device, class T>
+struct cuda_where_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+
+  static status compute(const ops::where&, kernel_context<Device>& ctx) {
+    if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
+    return gpu::select(ctx.device.streams().compute,
+                       {.type = detail::elem_of<T>, .condition = static_cast<const bool*>(ctx.inputs[0].data()),
+                        .condition_dims = detail::dims_of(ctx.inputs[0]), .x = ctx.inputs[1].data(),
+                        .x_dims = detail::dims_of(ctx.inputs[1]), .y = ctx.inputs[2].data(),
+                        .y_dims = detail::dims_of(ctx.inputs[2]), .out = ctx.outputs[0].data(),
+                        .out_dims = detail::dims_of(ctx.outputs[0])});
+  }
+};
+
 template <class Op, class Device, class T>
 struct cuda_gather_kernel {
   using op_type = Op;

@@ -82,6 +82,7 @@ using array_kernels = kernel_list<
     kernel_family<cuda_pad_kernel, ops::pad, gpu_devices, gpu_all>,
     kernel_family<cuda_broadcast_to_kernel, ops::broadcast_to, gpu_devices, gpu_all>,
     kernel_family<cuda_gather_kernel, ops::gather, gpu_devices, gpu_all>,
+    kernel_family<cuda_where_kernel, ops::where, gpu_devices, gpu_all>,
     kernel_family<cuda_fill_kernel, ops::fill, gpu_devices, gpu_all>>;
 
 } // namespace cuda_kernels
