@@ -59,15 +59,41 @@ result<strided_layout<2>> copy_layout(std::string_view op, dims_view dims, std::
   return l;
 }
 
-status validate(const strided_copy_params& p, std::string_view op) {
+namespace {
+
+// Every check of a launch, and the layout it runs with: validate() and the launch compute it once.
+result<strided_layout<2>> checked_layout(const strided_copy_params& p, std::string_view op) {
   if (!is_valid(p.type)) return errors::invalid_argument(op, ": invalid dtype code ", static_cast<int>(p.type));
   auto l = copy_layout(op, p.dims, p.src_strides, p.dst_strides);
   if (!l.ok()) return l.status();
   if (l->size > 0 && (p.src == nullptr || p.dst == nullptr))
     return errors::invalid_argument(op, ": the ", p.src == nullptr ? "source" : "destination", " is null but the copy has ",
                                     l->size, " elements");
-  return ok_status();
+  return l;
 }
+
+result<strided_layout<3>> checked_layout(const select_params& p) {
+  if (!is_valid(p.type)) return errors::invalid_argument("where: invalid dtype code ", static_cast<int>(p.type));
+  auto l = broadcast_layout("where", p.condition_dims, p.x_dims, p.y_dims, p.out_dims);
+  if (!l.ok()) return l.status();
+  if (l->size > 0 && (p.condition == nullptr || p.x == nullptr || p.y == nullptr || p.out == nullptr))
+    return errors::invalid_argument("where: ", p.condition == nullptr ? "the condition" : p.x == nullptr ? "x"
+                                    : p.y == nullptr ? "y" : "the output", " is null");
+  return l;
+}
+
+result<pad_layout> checked_layout(const pad_params& p) {
+  auto l = make_pad_layout(p);
+  if (!l.ok()) return l.status();
+  if (l->size > 0 && p.y == nullptr) return errors::invalid_argument("pad: the output is null but has ", l->size, " elements");
+  auto n = detail::elements("pad", "the input", p.x_dims);  // checked by make_pad_layout
+  if (*n > 0 && p.x == nullptr) return errors::invalid_argument("pad: the input is null but has ", *n, " elements");
+  return l;
+}
+
+} // namespace
+
+status validate(const strided_copy_params& p, std::string_view op) { return checked_layout(p, op).status(); }
 
 status validate(const gather_params& p) {
   if (!is_valid(p.type)) return errors::invalid_argument("gather: invalid dtype code ", static_cast<int>(p.type));
@@ -87,19 +113,11 @@ status validate(const gather_params& p) {
   return ok_status();
 }
 
-status validate(const select_params& p) {
-  if (!is_valid(p.type)) return errors::invalid_argument("where: invalid dtype code ", static_cast<int>(p.type));
-  auto l = broadcast_layout("where", p.condition_dims, p.x_dims, p.y_dims, p.out_dims);
-  if (!l.ok()) return l.status();
-  if (l->size > 0 && (p.condition == nullptr || p.x == nullptr || p.y == nullptr || p.out == nullptr))
-    return errors::invalid_argument("where: ", p.condition == nullptr ? "the condition" : p.x == nullptr ? "x"
-                                    : p.y == nullptr ? "y" : "the output", " is null");
-  return ok_status();
-}
+status validate(const select_params& p) { return checked_layout(p).status(); }
 
 status select(const stream& s, const select_params& p) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
-  auto l = broadcast_layout("where", p.condition_dims, p.x_dims, p.y_dims, p.out_dims);
+  auto l = checked_layout(p);
+  if (!l.ok()) return l.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, "where"));
   return launched(kernels::launch_select(static_cast<cudaStream_t>(s.native()), size_of(p.type), p.condition, p.x, p.y,
                                          p.out, *l),
@@ -107,8 +125,7 @@ status select(const stream& s, const select_params& p) {
 }
 
 status strided_copy(const stream& s, const strided_copy_params& p, std::string_view op) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p, op));
-  auto l = copy_layout(op, p.dims, p.src_strides, p.dst_strides);
+  auto l = checked_layout(p, op);
   if (!l.ok()) return l.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, op));
   return launched(kernels::launch_strided_copy(static_cast<cudaStream_t>(s.native()), size_of(p.type), p.src, p.dst, *l),
@@ -160,18 +177,11 @@ result<pad_layout> make_pad_layout(const pad_params& p) {
   return l;
 }
 
-status validate(const pad_params& p) {
-  auto l = make_pad_layout(p);
-  if (!l.ok()) return l.status();
-  if (l->size > 0 && p.y == nullptr) return errors::invalid_argument("pad: the output is null but has ", l->size, " elements");
-  auto n = detail::elements("pad", "the input", p.x_dims);
-  if (*n > 0 && p.x == nullptr) return errors::invalid_argument("pad: the input is null but has ", *n, " elements");
-  return ok_status();
-}
+status validate(const pad_params& p) { return checked_layout(p).status(); }
 
 status pad(const stream& s, const pad_params& p) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
-  auto l = make_pad_layout(p);
+  auto l = checked_layout(p);
+  if (!l.ok()) return l.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, "pad"));
   return detail::launched(kernels::launch_pad(static_cast<cudaStream_t>(s.native()), p.type, p.x, p.y, *l, p.value),
                           "pad", s);

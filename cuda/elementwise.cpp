@@ -159,7 +159,10 @@ status validate(const unary_params& p) {
   return check_pointer(op, "the output", p.y, p.size);
 }
 
-status validate(const binary_params& p) {
+namespace {
+
+// Every check of a binary op, and its layout: validate() and binary() compute it once each.
+result<strided_layout<2>> checked_layout(const binary_params& p) {
   if (static_cast<int>(p.op) >= num_binary_ops)
     return errors::invalid_argument("binary: invalid op code ", static_cast<int>(p.op));
   const std::string_view op = to_string(p.op);
@@ -170,8 +173,13 @@ status validate(const binary_params& p) {
   if (!layout.ok()) return layout.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(check_pointer(op, "input 0", p.a, layout->size));
   TYPEFLOW_CUDA_RETURN_IF_ERROR(check_pointer(op, "input 1", p.b, layout->size));
-  return check_pointer(op, "the output", p.out, layout->size);
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(check_pointer(op, "the output", p.out, layout->size));
+  return layout;
 }
+
+} // namespace
+
+status validate(const binary_params& p) { return checked_layout(p).status(); }
 
 status validate(const cast_params& p) {
   TYPEFLOW_CUDA_RETURN_IF_ERROR(check_elem("cast", "the input", p.from));
@@ -190,8 +198,7 @@ status unary(const stream& s, const unary_params& p) {
 }
 
 status binary(const stream& s, const binary_params& p) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
-  auto layout = broadcast_layout(to_string(p.op), p.a_dims, p.b_dims, p.out_dims);
+  auto layout = checked_layout(p);
   if (!layout.ok()) return layout.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, to_string(p.op)));
   return launched(kernels::launch_binary(static_cast<cudaStream_t>(s.native()), p.op, p.type, p.a, p.b, p.out, *layout,

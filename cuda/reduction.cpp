@@ -112,7 +112,10 @@ result<reduction_layout> make_reduction_layout(std::string_view op, dims_view x_
   return l;
 }
 
-status validate(const reduce_params& p) {
+namespace {
+
+// Every check of a reduction, and its layout: validate() and reduce() compute it once each.
+result<reduction_layout> checked_layout(const reduce_params& p) {
   if (static_cast<int>(p.op) >= num_reduce_ops)
     return errors::invalid_argument("reduce: invalid op code ", static_cast<int>(p.op));
   const std::string_view op = to_string(p.op);
@@ -120,8 +123,12 @@ status validate(const reduce_params& p) {
   if (!l.ok()) return l.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(check_common(op, p.type, p.x, p.x_dims, p.y, l->kept.size));
   if (p.type == elem::boolean) return errors::invalid_argument(op, ": dtype bool is not supported (numbers only)");
-  return ok_status();
+  return l;
 }
+
+} // namespace
+
+status validate(const reduce_params& p) { return checked_layout(p).status(); }
 
 status validate(const argmax_params& p) {
   auto axis = normalised_axis("argmax", p.axis, p.x_dims);
@@ -150,8 +157,7 @@ status validate(const softmax_params& p) {
 }
 
 status reduce(const stream& s, const reduce_params& p) {
-  TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p));
-  auto l = make_reduction_layout(to_string(p.op), p.x_dims, p.axes);
+  auto l = checked_layout(p);
   if (!l.ok()) return l.status();
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_stream(s, to_string(p.op)));
   return launched(kernels::launch_reduce(static_cast<cudaStream_t>(s.native()), p.op, p.type, p.x, p.y, *l),

@@ -83,6 +83,25 @@ __device__ __forceinline__ C m_pow(C x, C y) {
 
 inline constexpr int block_size = 256;
 
+// A warp per row: calls f(row, lane) for every row of [0, rows) that this thread's warp owns, the 32
+// lanes of a warp on one row together (so full-mask shuffles inside f are safe). Launch with
+// grid_for(rows * 32) blocks.
+template <class F>
+__device__ __forceinline__ void for_each_warp_row(std::int64_t rows, F&& f) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
+  for (std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows;
+       row += warps)
+    f(row, lane);
+}
+
+// The sum over the 32 lanes of a warp, in every lane.
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+  for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) v += __shfl_xor_sync(0xffffffffu, v, lane_mask);
+  return v;
+}
+
 // Blocks for `size` elements with a grid-stride loop: enough to fill any current GPU, few enough
 // that a block does several elements when the tensor is large.
 inline unsigned grid_for(std::int64_t size) {

@@ -8,20 +8,11 @@
 namespace typeflow::gpu::kernels {
 namespace {
 
-template <class A>
-__device__ __forceinline__ A warp_sum(A v) {
-  for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) v += __shfl_xor_sync(0xffffffffu, v, lane_mask);
-  return v;
-}
-
 template <class T>
 __global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t n, const T* scale, const T* offset,
                                   compute_t<T> epsilon, T* y) {
   using A = compute_t<T>;
-  const int lane = static_cast<int>(threadIdx.x & 31u);
-  const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows;
-       row += warps) {
+  for_each_warp_row(rows, [&](std::int64_t row, int lane) {
     const T* p = x + row * n;
     T* q = y + row * n;
     A sum = 0;
@@ -35,7 +26,7 @@ __global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t n,
     const A inverse = m_rsqrt(warp_sum(squares) / static_cast<A>(n) + epsilon);
     for (std::int64_t i = lane; i < n; i += 32)
       q[i] = static_cast<T>((static_cast<A>(p[i]) - mean) * inverse * static_cast<A>(scale[i]) + static_cast<A>(offset[i]));
-  }
+  });
 }
 
 template <class T>

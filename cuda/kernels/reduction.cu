@@ -82,16 +82,13 @@ template <reduce_op Op, class T>
 __global__ void reduce_rows_warp(const T* x, T* y, reduction_layout l) {
   using A = compute_t<T>;
   const std::int64_t n = l.reduced.size;
-  const int lane = static_cast<int>(threadIdx.x & 31u);
-  const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < l.kept.size;
-       row += warps) {
+  for_each_warp_row(l.kept.size, [&](std::int64_t row, int lane) {
     const T* p = x + base_offset(l.kept, row);
     A acc = identity<Op, A>();
     for (std::int64_t i = lane; i < n; i += 32) acc = combine<Op>(acc, static_cast<A>(p[i]));
     acc = warp_reduce<Op>(acc);
     if (lane == 0) y[row] = static_cast<T>(finish<Op>(acc, n));
-  }
+  });
 }
 
 // A block per output element, for long contiguous rows.
@@ -198,10 +195,7 @@ __global__ void argmax_kernel(const T* x, std::int64_t* y, std::int64_t outer, s
 template <class T>
 __global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t n, bool log) {
   using A = compute_t<T>;
-  const int lane = static_cast<int>(threadIdx.x & 31u);
-  const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows;
-       row += warps) {
+  for_each_warp_row(rows, [&](std::int64_t row, int lane) {
     const T* p = x + row * n;
     T* q = y + row * n;
     A top = -std::numeric_limits<A>::infinity();
@@ -217,7 +211,7 @@ __global__ void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t n
       const A inverse = A(1) / sum;
       for (std::int64_t i = lane; i < n; i += 32) q[i] = static_cast<T>(m_exp(static_cast<A>(p[i]) - top) * inverse);
     }
-  }
+  });
 }
 
 // A thread per [outer, inner] column of a softmax along a middle axis.

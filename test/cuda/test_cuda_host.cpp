@@ -433,3 +433,27 @@ TEST_CASE("the three-operand broadcast layout of where indexes like NumPy broadc
   CHECK(std::string(bad.message()) ==
         "where: input 0 [2, 1], input 1 [3] and input 2 [2] do not broadcast (output dimension 1)");
 }
+
+TEST_CASE("pad checks its paddings before anything is launched") {
+  float v = 0;
+  const std::int64_t dims[] = {2, 3}, three[] = {1, 1, 1}, negative[] = {0, 0, -1, 2}, fine[] = {1, 0, 2, 2},
+                     wide[] = {0, 0, 3, 0};
+  gpu::pad_params p{.x = &v, .x_dims = dims, .paddings = three, .y = &v};
+  CHECK(std::string(gpu::validate(p).message()) == "pad: 3 paddings for an input of rank 2; expected 2 per dimension");
+  p.paddings = negative;
+  CHECK(std::string(gpu::validate(p).message()) == "pad: paddings (-1, 2) of axis 1 are negative");
+  p.paddings = fine;
+  CHECK(gpu::validate(p).ok());
+  p.mode = gpu::pad_mode::reflect;
+  CHECK(gpu::validate(p).ok());  // reflect pads up to the dimension - 1
+  p.paddings = wide;
+  CHECK(std::string(gpu::validate(p).message()) == "pad: axis 1 has 3 elements, too few to pad by 3 in mode reflect");
+  p.mode = gpu::pad_mode::symmetric;
+  CHECK(gpu::validate(p).ok());  // symmetric up to the dimension
+  p.paddings = fine;
+  p.mode = static_cast<gpu::pad_mode>(9);
+  CHECK_THAT(std::string(gpu::validate(p).message()), Contains("invalid mode code 9"));
+  p.mode = gpu::pad_mode::constant;
+  p.y = nullptr;
+  CHECK(std::string(gpu::validate(p).message()) == "pad: the output is null but has 21 elements");
+}
