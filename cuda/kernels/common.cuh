@@ -13,6 +13,8 @@
 
 #include <typeflow/cuda/api.hpp>
 
+#include "float_ops.cuh"
+
 namespace typeflow::gpu::kernels {
 
 template <elem E> struct storage;
@@ -59,27 +61,16 @@ __host__ __device__ __forceinline__ To convert(From x) {
   }
 }
 
-// Float or double versions of the math functions, so that f32 never goes through double.
-#define TYPEFLOW_MATH(name)                                                          \
-  template <class C>                                                                 \
-  __device__ __forceinline__ C m_##name(C x) {                                       \
-    if constexpr (std::is_same_v<C, float>) return ::name##f(x);                      \
-    else return ::name(x);                                                           \
-  }
-TYPEFLOW_MATH(exp)
-TYPEFLOW_MATH(log)
-TYPEFLOW_MATH(log1p)
-TYPEFLOW_MATH(sqrt)
-TYPEFLOW_MATH(rsqrt)
-TYPEFLOW_MATH(tanh)
-TYPEFLOW_MATH(erf)
-#undef TYPEFLOW_MATH
-
-template <class C>
-__device__ __forceinline__ C m_pow(C x, C y) {
-  if constexpr (std::is_same_v<C, float>) return ::powf(x, y);
-  else return ::pow(x, y);
-}
+// The math functions of the compute type (f32 never goes through double), from the formulas the fused
+// kernels share.
+using typeflow_float_ops::m_erf;
+using typeflow_float_ops::m_exp;
+using typeflow_float_ops::m_log;
+using typeflow_float_ops::m_log1p;
+using typeflow_float_ops::m_pow;
+using typeflow_float_ops::m_rsqrt;
+using typeflow_float_ops::m_sqrt;
+using typeflow_float_ops::m_tanh;
 
 inline constexpr int block_size = 256;
 

@@ -18,53 +18,51 @@ __device__ __forceinline__ C wrapping(C a, C b, F f) {
   return static_cast<C>(static_cast<U>(f(static_cast<U>(a), static_cast<U>(b))));
 }
 
+// The formulas are float_ops.cuh's, which the fused kernels compile as well; integers wrap where a
+// float formula would overflow.
 template <unary_op Op, class C>
 __device__ __forceinline__ C unary_value(C x, C alpha, C beta) {
+  namespace f = typeflow_float_ops;
   constexpr bool integral = std::is_integral_v<C>;
   if constexpr (Op == unary_op::neg) {
     if constexpr (integral) return wrapping(C(0), x, [](auto a, auto b) { return a - b; });
-    else return -x;
+    else return f::neg(x);
   } else if constexpr (Op == unary_op::abs) {
     if constexpr (integral) return x < C(0) ? wrapping(C(0), x, [](auto a, auto b) { return a - b; }) : x;
-    else if constexpr (std::is_same_v<C, float>) return ::fabsf(x);  // abs(-0) is +0
-    else return ::fabs(x);
+    else return f::abs(x);
   } else if constexpr (Op == unary_op::square) {
     if constexpr (integral) return wrapping(x, x, [](auto a, auto b) { return a * b; });
-    else return x * x;
+    else return f::square(x);
   } else if constexpr (Op == unary_op::relu) {
-    return x > C(0) ? x : (x != x ? x : C(0));
+    return f::relu(x);
   } else if constexpr (Op == unary_op::clip) {
-    const C lower = x < alpha ? alpha : x;
-    return lower > beta ? beta : lower;
+    return f::clip(x, alpha, beta);
   } else if constexpr (integral) {
     return x;  // not reached: the other ops take floats only (accepts in ops.hpp)
   } else if constexpr (Op == unary_op::exp) {
-    return m_exp(x);
+    return f::exp(x);
   } else if constexpr (Op == unary_op::log) {
-    return m_log(x);
+    return f::log(x);
   } else if constexpr (Op == unary_op::sqrt) {
-    return m_sqrt(x);
+    return f::sqrt(x);
   } else if constexpr (Op == unary_op::rsqrt) {
-    return m_rsqrt(x);
+    return f::rsqrt(x);
   } else if constexpr (Op == unary_op::tanh) {
-    return m_tanh(x);
+    return f::tanh(x);
   } else if constexpr (Op == unary_op::sigmoid) {
-    return C(1) / (C(1) + m_exp(-x));
+    return f::sigmoid(x);
   } else if constexpr (Op == unary_op::softplus) {
-    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x
-    return (x > C(0) ? x : C(0)) + m_log1p(m_exp(x > C(0) ? -x : x));
+    return f::softplus(x);
   } else if constexpr (Op == unary_op::erf) {
-    return m_erf(x);
+    return f::erf(x);
   } else if constexpr (Op == unary_op::gelu) {
-    return C(0.5) * x * (C(1) + m_erf(x * C(0.70710678118654752440)));
+    return f::gelu(x);
   } else if constexpr (Op == unary_op::gelu_tanh) {
-    const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
-    return C(0.5) * x * (C(1) + m_tanh(inner));
+    return f::gelu_tanh(x);
   } else if constexpr (Op == unary_op::leaky_relu) {
-    return x < C(0) ? alpha * x : x;
+    return f::leaky_relu(x, alpha);
   } else if constexpr (Op == unary_op::hard_sigmoid) {
-    const C v = alpha * x + beta;
-    return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
+    return f::hard_sigmoid(x, alpha, beta);
   }
 }
 
@@ -122,15 +120,16 @@ constexpr auto unary_launchers = unary_table(std::make_index_sequence<num_elems>
 template <binary_op Op, class C>
 __device__ __forceinline__ auto binary_value(C a, C b, unsigned* error_word) {
   constexpr bool integral = std::is_integral_v<C>;
+  namespace f = typeflow_float_ops;
   if constexpr (Op == binary_op::add) {
     if constexpr (integral) return wrapping(a, b, [](auto x, auto y) { return x + y; });
-    else return a + b;
+    else return f::add(a, b);
   } else if constexpr (Op == binary_op::sub) {
     if constexpr (integral) return wrapping(a, b, [](auto x, auto y) { return x - y; });
-    else return a - b;
+    else return f::sub(a, b);
   } else if constexpr (Op == binary_op::mul) {
     if constexpr (integral) return wrapping(a, b, [](auto x, auto y) { return x * y; });
-    else return a * b;
+    else return f::mul(a, b);
   } else if constexpr (Op == binary_op::div) {
     if constexpr (integral) {
       if (b == C(0)) {
@@ -142,20 +141,12 @@ __device__ __forceinline__ auto binary_value(C a, C b, unsigned* error_word) {
       }
       return static_cast<C>(a / b);
     } else {
-      return a / b;
+      return f::div(a, b);
     }
   } else if constexpr (Op == binary_op::maximum) {
-    if constexpr (!integral) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
-    return a > b ? a : b;
+    return f::maximum(a, b);  // integers are never NaN: a plain maximum
   } else if constexpr (Op == binary_op::minimum) {
-    if constexpr (!integral) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
-    return a < b ? a : b;
+    return f::minimum(a, b);
   } else if constexpr (Op == binary_op::pow) {
     if constexpr (integral) {
       if constexpr (std::is_signed_v<C>) {
@@ -172,7 +163,7 @@ __device__ __forceinline__ auto binary_value(C a, C b, unsigned* error_word) {
       }
       return static_cast<C>(result);
     } else {
-      return m_pow(a, b);
+      return f::pow(a, b);
     }
   } else if constexpr (Op == binary_op::equal) {
     return a == b;

@@ -23,8 +23,9 @@ static_assert(registry::has_kernel<tf::ops::softmax, tf::cuda<0>, Eigen::bfloat1
 static_assert(!registry::has_kernel<tf::ops::exp, tf::cuda<0>, std::int32_t>);  // exp takes floats
 static_assert(registry::has_kernel<tf::ops::layer_norm, tf::cuda<0>, Eigen::half>);
 static_assert(registry::has_kernel<tf::ops::pad, tf::cuda<0>, std::int8_t>);
-static_assert(!registry::has_kernel<tf::ops::top_k, tf::cuda<0>, float>);       // not on the GPU yet
-static_assert(!registry::has_kernel<tf::ops::conv2d, tf::cuda<0>, float>);      // cuDNN: not yet
+static_assert(!registry::has_kernel<tf::ops::top_k, tf::cuda<0>, std::int8_t>);  // neither device ranks i8
+static_assert(registry::has_kernel<tf::ops::conv2d, tf::cuda<0>, float>);       // cuDNN
+static_assert(!registry::has_kernel<tf::ops::conv2d, tf::cuda<0>, double>);     // not among cuDNN's engines here
 static_assert(tf::device_priority<tf::cuda<0>> > tf::device_priority<tf::cpu>);
 
 TEST_CASE("cuda<N> names GPU:N and its memory space") {
@@ -59,12 +60,12 @@ TEST_CASE("without the GPU, allocation, copies, kernels and synchronize answer w
   CHECK_THAT(std::string(r.status().message()), Contains("GPU:0"));
 }
 
-TEST_CASE("a static session on cuda<0> alone fuses nothing by default, and without the GPU its run says why") {
+TEST_CASE("a static session on cuda<0> alone fuses by default, and without the GPU its run says why") {
   constexpr auto x = tf::input<"x", float, tf::static_shape<2, 3>>;
   constexpr auto b = tf::variable<"b", float, tf::static_shape<3>>;
   constexpr auto y = tf::relu(x + b) * x;  // an elementwise chain the CPU would fuse
   using g = decltype(tf::graph(y));
-  static_assert(!tf::fuses_by_default<tf::cuda<0>>);
+  static_assert(tf::fuses_by_default<tf::cuda<0>>);
   static_assert(tf::fuses_by_default<tf::device_group<tf::cpu, tf::cuda<0>>>);
   tf::cuda<0> gpu;
   tf::session<g, tf::cuda<0>, registry> s(g{}, gpu);

@@ -50,8 +50,8 @@ class basic_cuda {
   static constexpr std::string_view device_type = "GPU";
   static constexpr int ordinal_value = Ordinal;
   static constexpr int priority = 210;  // TensorFlow's GPU device factory: above the CPU's
-  // No fused_elementwise kernel on the GPU yet: a static plan keeps elementwise nodes placed here apart.
-  static constexpr bool fuses_elementwise = false;
+  // fused_elementwise has a kernel here (kernels/cuda/fused.hpp: one NVRTC-compiled kernel per group).
+  static constexpr bool fuses_elementwise = true;
 
   // The pool over GPU:Ordinal's memory, its limit 90% of the memory free when it is made
   // (TensorFlow's default), growing region by region.

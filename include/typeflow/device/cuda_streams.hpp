@@ -25,6 +25,7 @@
 
 #include <typeflow/core/status.hpp>
 #include <typeflow/cuda/blas.hpp>
+#include <typeflow/cuda/dnn.hpp>
 #include <typeflow/cuda/elementwise.hpp>
 #include <typeflow/cuda/runtime.hpp>
 
@@ -224,6 +225,7 @@ class cuda_streams {
       }
     }
     completions_.reset();
+    dnn_.reset();
     blas_.reset();
     (void)gpu::device_free(ordinal_, workspace_);
     (void)gpu::device_free(ordinal_, error_word_);
@@ -257,6 +259,20 @@ class cuda_streams {
   status matmul(const gpu::matmul_params& p, std::string_view op) {
     std::lock_guard lock(blas_mu_);
     return gpu::matmul(*blas_, p, op);
+  }
+
+  // The workspace a convolution on the compute stream needs, and the convolution; one thread at a
+  // time uses the cuDNN context, which is made on the first convolution (cudnnCreate loads cuDNN's
+  // engines: a program without convolutions never pays for it).
+  result<std::size_t> conv2d_workspace(const gpu::conv2d_params& p, std::string_view op) {
+    std::lock_guard lock(dnn_mu_);
+    if (auto s = make_dnn(); !s.ok()) return s.with_context(op);
+    return gpu::conv2d_workspace(*dnn_, p, op);
+  }
+  status conv2d(const gpu::conv2d_params& p, void* workspace, std::size_t bytes, std::string_view op) {
+    std::lock_guard lock(dnn_mu_);
+    if (auto s = make_dnn(); !s.ok()) return s.with_context(op);
+    return gpu::conv2d(*dnn_, p, workspace, bytes, op);
   }
 
   // A launch on the compute stream whose data may hold errors (integer division by zero, negative
@@ -298,10 +314,19 @@ class cuda_streams {
     return g;
   }
 
+  status make_dnn() {
+    if (dnn_) return ok_status();
+    auto made = gpu::dnn_context::create(compute);
+    if (!made.ok()) return made.status();
+    dnn_ = std::make_unique<gpu::dnn_context>(std::move(made).value());
+    return ok_status();
+  }
+
   int ordinal_;
   std::shared_ptr<detail::cuda_completions> completions_;
-  std::mutex blas_mu_, checked_mu_;
+  std::mutex blas_mu_, dnn_mu_, checked_mu_;
   std::unique_ptr<gpu::blas_context> blas_;
+  std::unique_ptr<gpu::dnn_context> dnn_;
   void* workspace_ = nullptr;
   unsigned* error_word_ = nullptr;
 };

@@ -10,6 +10,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -70,6 +71,46 @@ struct binary {
     out.push_back(')');
   }
 };
+
+// How many inputs a tree reads (its leaves are numbered from 0), and the layout of each.
+template <class Node>
+inline constexpr std::size_t leaf_count = 0;
+template <std::size_t I, leaf_layout L>
+inline constexpr std::size_t leaf_count<leaf<I, L>> = I + 1;
+template <auto Op, class X>
+inline constexpr std::size_t leaf_count<unary<Op, X>> = leaf_count<X>;
+template <auto Op, class A, class B>
+inline constexpr std::size_t leaf_count<binary<Op, A, B>> =
+    leaf_count<A> > leaf_count<B> ? leaf_count<A> : leaf_count<B>;
+
+namespace detail {
+template <class Node>
+struct collect_layouts {
+  static constexpr void into(std::span<leaf_layout>) {}
+};
+template <std::size_t I, leaf_layout L>
+struct collect_layouts<leaf<I, L>> {
+  static constexpr void into(std::span<leaf_layout> out) { out[I] = L; }
+};
+template <auto Op, class X>
+struct collect_layouts<unary<Op, X>> {
+  static constexpr void into(std::span<leaf_layout> out) { collect_layouts<X>::into(out); }
+};
+template <auto Op, class A, class B>
+struct collect_layouts<binary<Op, A, B>> {
+  static constexpr void into(std::span<leaf_layout> out) {
+    collect_layouts<A>::into(out);
+    collect_layouts<B>::into(out);
+  }
+};
+}  // namespace detail
+
+template <class Tree>
+inline constexpr std::array<leaf_layout, leaf_count<Tree>> leaf_layouts = [] {
+  std::array<leaf_layout, leaf_count<Tree>> l{};
+  detail::collect_layouts<Tree>::into(l);
+  return l;
+}();
 
 }  // namespace fused
 

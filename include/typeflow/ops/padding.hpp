@@ -86,6 +86,16 @@ constexpr std::int64_t padding_before(std::int64_t in, std::int64_t out, const w
   return total > 0 ? total / 2 : 0;
 }
 
+// Positions of padding after the input along one axis: the explicit `after`; 0 for valid; for same,
+// what the windows reach past the input once `padding_before` is placed.
+constexpr std::int64_t padding_after(std::int64_t in, std::int64_t out, const window_axis& a, padding pad) noexcept {
+  if (pad == padding::explicit_) return a.after;
+  if (pad == padding::valid || out <= 0) return 0;
+  const std::int64_t total = typeflow::detail::saturating_add(typeflow::detail::saturating_mul(out - 1, a.stride),
+                                                             effective_window(a.size, a.dilation)) - in;
+  return total > 0 ? total - padding_before(in, out, a, pad) : 0;
+}
+
 // The spatial attributes of conv2d and the pools (window_of reads them from the op).
 struct window2d {
   window_axis h, w;

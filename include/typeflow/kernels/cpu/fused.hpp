@@ -18,6 +18,7 @@
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/binary.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
+#include <typeflow/kernels/fused_inputs.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/fused.hpp>
 
@@ -80,36 +81,6 @@ struct fused_eval<T, fused::binary<Op, A, B>> {
   }
 };
 
-template <class Node>
-inline constexpr std::size_t max_leaf_index = 0;
-template <std::size_t I, fused::leaf_layout L>
-inline constexpr std::size_t max_leaf_index<fused::leaf<I, L>> = I + 1;
-template <auto Op, class X>
-inline constexpr std::size_t max_leaf_index<fused::unary<Op, X>> = max_leaf_index<X>;
-template <auto Op, class A, class B>
-inline constexpr std::size_t max_leaf_index<fused::binary<Op, A, B>> =
-    max_leaf_index<A> > max_leaf_index<B> ? max_leaf_index<A> : max_leaf_index<B>;
-
-template <class Node>
-struct leaf_layouts {
-  static constexpr void collect(std::array<fused::leaf_layout, 64>&) {}
-};
-template <std::size_t I, fused::leaf_layout L>
-struct leaf_layouts<fused::leaf<I, L>> {
-  static constexpr void collect(std::array<fused::leaf_layout, 64>& out) { out[I] = L; }
-};
-template <auto Op, class X>
-struct leaf_layouts<fused::unary<Op, X>> {
-  static constexpr void collect(std::array<fused::leaf_layout, 64>& out) { leaf_layouts<X>::collect(out); }
-};
-template <auto Op, class A, class B>
-struct leaf_layouts<fused::binary<Op, A, B>> {
-  static constexpr void collect(std::array<fused::leaf_layout, 64>& out) {
-    leaf_layouts<A>::collect(out);
-    leaf_layouts<B>::collect(out);
-  }
-};
-
 }  // namespace detail
 
 template <class Op, class Device, class T>
@@ -120,44 +91,19 @@ struct fused_elementwise_kernel {
   static constexpr bool expensive = false;
 
   using tree = typename Op::tree;
-  static constexpr std::size_t leaves = detail::max_leaf_index<tree>;
-  static constexpr auto layouts = [] {
-    std::array<fused::leaf_layout, 64> l{};
-    detail::leaf_layouts<tree>::collect(l);
-    return l;
-  }();
+  static constexpr std::size_t leaves = fused::leaf_count<tree>;
 
   static status compute(const Op&, kernel_context<Device>& ctx) {
     const tensor& y = ctx.outputs[0];
-    if (ctx.inputs.size() != leaves)
-      return errors::invalid_argument(Op::name, ": expects ", leaves, " inputs, got ", ctx.inputs.size());
+    if (auto st = fused::check_inputs<tree>(Op::name, ctx.inputs, y); !st.ok()) return st;
     const Eigen::Index n = y.num_elements();
     if (n == 0) return ok_status();
-    const Eigen::Index inner = y.rank() == 0 ? 1 : y.dim(y.rank() - 1);
-    if (auto st = check_layouts(ctx.inputs, y, inner); !st.ok()) return st;
+    const Eigen::Index inner = fused::row_length(y);
     if constexpr (tree::has_row) return run<2>(ctx, n / inner, inner, std::make_index_sequence<leaves>{});
     else return run<1>(ctx, n, 1, std::make_index_sequence<leaves>{});
   }
 
  private:
-  // The graph chose each layout from static shapes; dimensions known only at run time are
-  // checked here, so a [1] fed where the graph expected the output's shape is an error, not a
-  // read past the end.
-  static status check_layouts(std::span<const tensor> in, const tensor& y, Eigen::Index inner) {
-    for (std::size_t i = 0; i < leaves; ++i) {
-      const std::int64_t want = layouts[i] == fused::leaf_layout::full  ? y.num_elements()
-                                : layouts[i] == fused::leaf_layout::row ? inner
-                                                                         : 1;
-      if (in[i].num_elements() != want)
-        return errors::invalid_argument(Op::name, ": input ", i, " has shape ", in[i].shape(), " but the fused ",
-                                        layouts[i] == fused::leaf_layout::full  ? "elementwise group needs "
-                                        : layouts[i] == fused::leaf_layout::row ? "group needs a row of "
-                                                                                 : "group needs a scalar, ",
-                                        want, " elements (output shape ", y.shape(), ")");
-    }
-    return ok_status();
-  }
-
   template <int Rank, std::size_t... Is>
   static status run(kernel_context<Device>& ctx, Eigen::Index outer, Eigen::Index inner, std::index_sequence<Is...>) {
     using maps_type = detail::fused_maps<T, Rank, leaves>;

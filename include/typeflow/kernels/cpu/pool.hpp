@@ -40,10 +40,7 @@ struct pool_axis {
 
   static pool_axis of(std::int64_t in, std::int64_t out, const ops::window_axis& a, ops::padding pad) {
     const std::int64_t before = ops::padding_before(in, out, a, pad);
-    std::int64_t after = 0;
-    if (pad == ops::padding::explicit_) after = a.after;
-    else if (pad == ops::padding::same && out > 0)
-      after = std::max<std::int64_t>((out - 1) * a.stride + ops::effective_window(a.size, a.dilation) - in - before, 0);
+    const std::int64_t after = ops::padding_after(in, out, a, pad);
     return {in, a.size, a.stride, a.dilation, before, in + after};
   }
   std::int64_t start(std::int64_t o) const { return o * stride - before; }

@@ -17,44 +17,10 @@
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/kernels/resize_map.hpp>
 #include <typeflow/ops/resize.hpp>
 
 namespace typeflow::cpu_kernels {
-
-namespace detail {
-
-// Where the output positions along one axis read: `first[i]` and `second[i]` are input positions,
-// `first_weight[i]` and `second_weight[i]` their weights (bilinear; nearest reads `first` alone).
-template <class Acc>
-struct resize_axis {
-  std::int64_t* first;
-  std::int64_t* second;
-  Acc* first_weight;
-  Acc* second_weight;
-};
-
-// Fills the tables of an axis of `in` input and `out` output positions, for the op's scale
-// attribute of that axis (0: not given).
-template <class Acc>
-void map_resize_axis(const ops::resize& op, std::int64_t in, std::int64_t out, double scale, const resize_axis<Acc>& axis) {
-  const double last = static_cast<double>(in - 1);
-  for (std::int64_t i = 0; i < out; ++i) {
-    const double v = ops::source_coordinate(op.coordinates, i, in, out, scale);
-    if (op.method == ops::resize_method::nearest) {
-      axis.first[i] = ops::nearest_position(op.rounding, v, in);
-      continue;
-    }
-    const double clamped = v > 0 ? std::min(v, last) : 0.0;  // a NaN reads position 0
-    const auto lo = static_cast<std::int64_t>(clamped);     // floor: clamped >= 0
-    const double t = clamped - static_cast<double>(lo);
-    axis.first[i] = lo;
-    axis.second[i] = std::min(lo + 1, in - 1);
-    axis.second_weight[i] = static_cast<Acc>(t);
-    axis.first_weight[i] = static_cast<Acc>(1.0 - t);
-  }
-}
-
-}  // namespace detail
 
 template <class Op, class Device, class T>
 struct resize_kernel {
@@ -84,10 +50,10 @@ struct resize_kernel {
     const auto positions = static_cast<std::size_t>(oh + ow);
     scratch_buffer<std::int64_t> index(2 * positions);
     scratch_buffer<acc> weight(2 * positions);
-    const detail::resize_axis<acc> rows{index.data(), index.data() + positions, weight.data(), weight.data() + positions};
-    const detail::resize_axis<acc> cols{rows.first + oh, rows.second + oh, rows.first_weight + oh, rows.second_weight + oh};
-    detail::map_resize_axis(op, h, oh, op.scale_h, rows);
-    detail::map_resize_axis(op, w, ow, op.scale_w, cols);
+    const resize_map::axis<acc> rows{index.data(), index.data() + positions, weight.data(), weight.data() + positions};
+    const resize_map::axis<acc> cols{rows.first + oh, rows.second + oh, rows.first_weight + oh, rows.second_weight + oh};
+    resize_map::map_axis(op, h, oh, op.scale_h, rows);
+    resize_map::map_axis(op, w, ow, op.scale_w, cols);
 
     const T* in = x.unchecked_data<const T>();
     T* out = y.unchecked_data<T>();
@@ -134,7 +100,7 @@ struct resize_kernel {
   // dst[x] = top_weight * top(x) + bottom_weight * bottom(x), each the blend of its row's two
   // columns for x: a row of single values (NCHW).
   static void blend_row(const T* top, const T* bottom, acc top_weight, acc bottom_weight,
-                        const detail::resize_axis<acc>& cols, std::int64_t ow, T* dst) {
+                        const resize_map::axis<acc>& cols, std::int64_t ow, T* dst) {
     if constexpr (!std::is_integral_v<T>) {
       for (std::int64_t ox = 0; ox < ow; ++ox) {
         const std::int64_t i0 = cols.first[ox], i1 = cols.second[ox];
@@ -148,7 +114,7 @@ struct resize_kernel {
 
   // The same for a row of c-vectors (NHWC), blended with Eigen over the channels.
   static void blend_row(const T* top, const T* bottom, acc top_weight, acc bottom_weight,
-                        const detail::resize_axis<acc>& cols, std::int64_t ow, std::int64_t c, T* dst) {
+                        const resize_map::axis<acc>& cols, std::int64_t ow, std::int64_t c, T* dst) {
     if constexpr (!std::is_integral_v<T>) {
       using const_vector = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
       using vector = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;

@@ -13,10 +13,15 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/device/cuda.hpp>
 #include <typeflow/kernels/cuda/array.hpp>
+#include <typeflow/kernels/cuda/conv.hpp>
 #include <typeflow/kernels/cuda/elementwise.hpp>
+#include <typeflow/kernels/cuda/fused.hpp>
 #include <typeflow/kernels/cuda/linalg.hpp>
 #include <typeflow/kernels/cuda/nn.hpp>
+#include <typeflow/kernels/cuda/pool.hpp>
 #include <typeflow/kernels/cuda/reduction.hpp>
+#include <typeflow/kernels/cuda/resize.hpp>
+#include <typeflow/kernels/cuda/top_k.hpp>
 #include <typeflow/kernels/kernel.hpp>
 
 namespace typeflow {
@@ -47,14 +52,22 @@ using elementwise_kernels = kernel_list<
     binary<ops::div, gpu_numbers>, binary<ops::maximum, gpu_numbers>, binary<ops::minimum, gpu_numbers>,
     binary<ops::pow, gpu_numbers>, binary<ops::equal, gpu_all>, binary<ops::less, gpu_numbers>,
     binary<ops::greater, gpu_numbers>,
-    kernel_family<cuda_cast_kernel, ops::cast, gpu_devices, gpu_all>>;
+    kernel_family<cuda_cast_kernel, ops::cast, gpu_devices, gpu_all>,
+    kernel_template_family<cuda_fused_kernel, ops::fused_elementwise, gpu_devices, gpu_floats>>;
 
 using linalg_kernels = kernel_list<kernel_family<cuda_matmul_kernel, ops::matmul, gpu_devices, gpu_floats>>;
 
 using nn_kernels = kernel_list<
     kernel_family<cuda_bias_add_kernel, ops::bias_add, gpu_devices, gpu_numbers>,
     kernel_family<cuda_layer_norm_kernel, ops::layer_norm, gpu_devices, gpu_floats>,
-    kernel_family<cuda_batch_norm_kernel, ops::batch_norm, gpu_devices, gpu_floats>>;
+    kernel_family<cuda_batch_norm_kernel, ops::batch_norm, gpu_devices, gpu_floats>,
+    kernel_family<cuda_pool_kernel, ops::max_pool2d, gpu_devices,
+                  dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int32_t, std::uint8_t>>,
+    kernel_family<cuda_pool_kernel, ops::avg_pool2d, gpu_devices, gpu_floats>,
+    kernel_family<cuda_conv2d_kernel, ops::conv2d, gpu_devices, dtypes<float, Eigen::half, Eigen::bfloat16>>,
+    kernel_family<cuda_resize_kernel, ops::resize, gpu_devices, gpu_numbers>,
+    kernel_family<cuda_top_k_kernel, ops::top_k, gpu_devices,
+                  dtypes<float, double, Eigen::half, Eigen::bfloat16, std::int32_t, std::int64_t>>>;
 
 // The CPU's reduction dtypes (no 8-bit integers, whose sums wrap at once), with f16 and bf16, which
 // accumulate in f32 here.
