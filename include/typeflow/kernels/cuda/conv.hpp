@@ -36,7 +36,7 @@ inline gpu::conv2d_params conv2d_params_of(const ops::conv2d& op, const std::int
 // [n, a, b, c] <-> [n, c, a, b]: to_nhwc copies NCHW src into NHWC dst of dims nhwc, or back.
 inline status transpose_images(const gpu::stream& s, gpu::elem type, const std::int64_t (&nhwc)[4], const void* src,
                                void* dst, bool to_nhwc, std::string_view op) {
-  const std::int64_t n = nhwc[0], h = nhwc[1], w = nhwc[2], c = nhwc[3];
+  const std::int64_t h = nhwc[1], w = nhwc[2], c = nhwc[3];
   const std::int64_t nhwc_strides[] = {h * w * c, w * c, c, 1};
   const std::int64_t nchw_strides[] = {c * h * w, w, 1, h * w};  // of NCHW, walked in NHWC order
   return gpu::strided_copy(s, {.type = type, .dims = nhwc, .src = src, .src_strides = to_nhwc ? nchw_strides : nhwc_strides,
