@@ -38,16 +38,6 @@ bool is_no_device(cudaError_t e) {
          e == cudaErrorSystemDriverMismatch || e == cudaErrorCompatNotSupportedOnDevice;
 }
 
-cudaMemcpyKind to_cuda(copy_kind k) {
-  switch (k) {
-    case copy_kind::host_to_device: return cudaMemcpyHostToDevice;
-    case copy_kind::device_to_host: return cudaMemcpyDeviceToHost;
-    case copy_kind::device_to_device: return cudaMemcpyDeviceToDevice;
-    case copy_kind::host_to_host: return cudaMemcpyHostToHost;
-  }
-  return cudaMemcpyDefault;
-}
-
 // Makes `ordinal` current for the scope and restores the thread's device after (a destructor must not
 // change which device later calls of the thread go to). Errors are dropped: destructors report none.
 class device_scope {
@@ -305,7 +295,9 @@ status copy_async(const stream& s, void* dst, const void* src, std::size_t bytes
     return errors::invalid_argument("copy_async (", to_string(kind), ", ", bytes, " bytes): ",
                                     dst == nullptr ? "the destination" : "the source", " is null");
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_device(s.ordinal()));
-  return detail::cuda_status(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), native_stream(s)), "cudaMemcpyAsync",
+  // The direction from the pointers (unified addressing): `kind` says what the caller meant, and a
+  // block of pinned host memory that stands in for device memory (cuda_spilling) copies as one.
+  return detail::cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, native_stream(s)), "cudaMemcpyAsync",
                              to_string(kind), ", ", bytes, " bytes, GPU:", s.ordinal());
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include <typeflow/kernels/cuda/kernel_list.hpp>
 #include <typeflow/typeflow.hpp>
@@ -249,4 +250,36 @@ TEST_CASE("array ops on cuda<0> match the CPU kernels; an index outside gather's
   auto bad = tf::call<float, registry>(g, tf::ops::gather{.axis = 1}, ga, on_gpu(*idx, host, g));
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(std::string(bad.status().message()), Contains("gather: an index in input 1 is outside the gathered axis"));
+}
+
+TEST_CASE("cuda_spilling serves pinned host memory when the GPU's pool is full, and kernels run on it") {
+  tf::cpu host;
+  // A 4 MiB device pool: the third 2 MiB tensor spills.
+  tf::cuda_spilling<0> g(std::size_t{64} << 20, std::size_t{4} << 20);
+  REQUIRE(g.available().ok());
+  const auto x = random_tensor<float>(tf::shape{512, 1024}, 41);
+  std::vector<tf::tensor> held;
+  for (int i = 0; i < 3; ++i) {
+    auto t = tf::copy(x, host, g);
+    INFO(t.status().to_string());
+    REQUIRE(t.ok());
+    CHECK(t->space() == g.space());
+    held.push_back(*t);
+  }
+  CHECK(g.allocator().spills().num_spilled_allocs >= 1);
+  auto want = tf::call<float>(host, tf::ops::relu{}, x);
+  REQUIRE(want.ok());
+  for (const tf::tensor& t : held) {
+    auto got = tf::call<float, registry>(g, tf::ops::relu{}, t);
+    INFO(got.status().to_string());
+    REQUIRE(got.ok());
+    auto back = tf::copy(*got, g, host);
+    REQUIRE(back.ok());
+    require_close(*back, *want, 0);
+  }
+  // Past both pools: resource_exhausted naming the tensor and the device.
+  auto too_big = g.allocate(tf::dtype::f32, tf::shape{std::int64_t{1} << 26});
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == tf::status_code::resource_exhausted);
+  CHECK_THAT(std::string(too_big.status().message()), Contains("GPU:0"));
 }

@@ -60,6 +60,19 @@ TEST_CASE("without the GPU, allocation, copies, kernels and synchronize answer w
   CHECK_THAT(std::string(r.status().message()), Contains("GPU:0"));
 }
 
+TEST_CASE("cuda_spilling is a GPU policy of the same kernels, and without the GPU it says why") {
+  static_assert(registry::has_kernel<tf::ops::conv2d, tf::cuda_spilling<0>, float>);
+  static_assert(std::is_same_v<tf::device_family_t<tf::cuda_spilling<1>>, tf::cuda<0>>);
+  tf::cuda_spilling<0> g(std::size_t{1} << 30);
+  CHECK(g.name() == "/job:localhost/replica:0/task:0/device:GPU:0");
+  if (g.available().ok()) return;  // the GPU tests spill for real
+  auto t = g.allocate(tf::dtype::f32, tf::shape{4});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().code() == g.available().code());
+  CHECK_THAT(std::string(t.status().message()), Contains("GPU:0") && Contains("f32[4]"));
+  CHECK(g.allocator().spills().num_spilled_allocs == 0);
+}
+
 TEST_CASE("a static session on cuda<0> alone fuses by default, and without the GPU its run says why") {
   constexpr auto x = tf::input<"x", float, tf::static_shape<2, 3>>;
   constexpr auto b = tf::variable<"b", float, tf::static_shape<3>>;

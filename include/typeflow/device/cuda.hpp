@@ -29,15 +29,28 @@
 #include <typeflow/memory/bfc_allocator.hpp>
 #include <typeflow/memory/cuda_sub_allocator.hpp>
 #include <typeflow/memory/device_memory.hpp>
+#include <typeflow/memory/fallback_allocator.hpp>
 
 namespace typeflow {
 
 template <int Ordinal, class Allocator>
 class basic_cuda;
 
+// The pool of cuda_spilling: GPU memory first, then page-locked host memory when the GPU's pool is
+// full (Antman's universal allocator, TensorFlow's GPUVMemAllocator). With unified addressing a
+// kernel reads and writes a spilled block through the same pointer, over the bus: slower, not an
+// out-of-memory error.
+using cuda_spilling_allocator =
+    fallback_allocator<bfc_allocator<cuda_device_sub_allocator>, bfc_allocator<cuda_pinned_sub_allocator>>;
+
 // GPU:N with a BFC pool over its device memory.
 template <int N = 0>
 using cuda = basic_cuda<N, bfc_allocator<cuda_device_sub_allocator>>;
+
+// GPU:N whose pool spills to pinned host memory (cuda_spilling_allocator); allocator().spills() says
+// how much did.
+template <int N = 0>
+using cuda_spilling = basic_cuda<N, cuda_spilling_allocator>;
 
 template <int Ordinal, class Allocator = bfc_allocator<cuda_device_sub_allocator>>
 class basic_cuda {
@@ -58,6 +71,15 @@ class basic_cuda {
   basic_cuda()
     requires std::same_as<Allocator, bfc_allocator<cuda_device_sub_allocator>>
       : basic_cuda(std::in_place, default_options(), std::in_place, Ordinal) {}
+
+  // cuda_spilling: the device pool as cuda<N>'s (or at most `device_limit` bytes, when given),
+  // spilling to a pool of at most `host_limit` bytes of pinned host memory.
+  explicit basic_cuda(std::size_t host_limit, std::size_t device_limit = 0)
+    requires std::same_as<Allocator, cuda_spilling_allocator>
+      : basic_cuda(std::in_place, std::piecewise_construct,
+                   std::forward_as_tuple(device_limit == 0 ? default_options() : bfc_options{.memory_limit = device_limit},
+                                         std::in_place, Ordinal),
+                   std::forward_as_tuple(bfc_options{.memory_limit = host_limit})) {}
 
   // The allocator built from `allocator_args`.
   template <class... Args>
@@ -166,5 +188,6 @@ class basic_cuda {
 };
 
 static_assert(device_policy<cuda<0>>, "typeflow::cuda<0> must satisfy typeflow::device_policy");
+static_assert(device_policy<cuda_spilling<0>>, "typeflow::cuda_spilling<0> must satisfy typeflow::device_policy");
 
 } // namespace typeflow
