@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <typeflow/cuda/array.hpp>
+#include <typeflow/cuda/elementwise.hpp>
 
 #include "detail/check.hpp"
 #include "detail/dims.hpp"
@@ -34,10 +35,11 @@ namespace {
 using typeflow::detail::cat;
 
 status_code code_of(cudnnStatus_t s) {
+  // The categories are thousands (2000: bad parameter, 3000: not supported); 1001 is not initialized.
+  if (s == CUDNN_STATUS_NOT_INITIALIZED) return status_code::failed_precondition;
   switch (CUDNN_STATUS_CATEGORY(s)) {
     case CUDNN_STATUS_BAD_PARAM: return status_code::invalid_argument;
     case CUDNN_STATUS_NOT_SUPPORTED: return status_code::unimplemented;
-    case CUDNN_STATUS_NOT_INITIALIZED: return status_code::failed_precondition;
     default: break;
   }
   if (s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED || s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
@@ -330,10 +332,11 @@ result<conv_graph> build_graph(const conv_shape& k, cudnnHandle_t handle) {
   return g;
 }
 
-// Whether an engine config's numerical notes are allowed for `k`: exact f32 takes no engine that
-// rounds its inputs (TF32 tensor cores, down-converted inputs), and none that is nondeterministic.
+// Whether an engine config's numerical notes are allowed for `k`: no engine accumulates in less than
+// f32 (reduced-precision reductions); exact f32 takes none that rounds its inputs (TF32 tensor
+// cores, down-converted inputs) and none that is nondeterministic.
 result<bool> allowed(const descriptor& config, const conv_shape& k) {
-  if (k.type != elem::f32 || k.math != precision::exact) return true;
+  const bool exact = k.type == elem::f32 && k.math == precision::exact;
   auto engine = make_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
   if (!engine.ok()) return engine.status();
   std::int64_t got = 0;
@@ -348,8 +351,9 @@ result<bool> allowed(const descriptor& config, const conv_shape& k) {
                                "cudnnBackendGetAttribute", "numerical notes of an engine");
   for (std::int64_t i = 0; i < count && i < static_cast<std::int64_t>(notes.size()); ++i) {
     const auto note = notes[static_cast<std::size_t>(i)];
-    if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-        note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)
+    if (note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
+    if (exact && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+                  note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC))
       return false;
   }
   return true;
@@ -392,9 +396,26 @@ typeflow::detail::text describe(const conv_shape& k) {
 
 struct conv_plan {
   conv_graph graph;
+  descriptor config;  // the engine config the plan was made from, kept with it
   descriptor plan;
   std::size_t workspace = 0;  // cuDNN's, in bytes
+  // The bias and ReLU run as kernels of the library after the plain convolution: cuDNN had no engine
+  // for the fused graph in this precision.
+  bool separate_epilogue = false;
 };
+
+// y = post(y + bias) with the library's elementwise kernels, y viewed as [rows, out_channels].
+status epilogue_kernels(const stream& s, const conv2d_params& p, std::string_view op) {
+  if (p.post == conv_epilogue::none) return ok_status();
+  const std::int64_t y_dims[] = {p.batch * p.out_h * p.out_w, p.out_channels}, bias_dims[] = {p.out_channels};
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(binary(s, {.op = binary_op::add, .type = p.type, .a = p.y, .a_dims = y_dims, .b = p.bias,
+                                           .b_dims = bias_dims, .out = p.y, .out_dims = y_dims})
+                                    .with_context(op));
+  if (p.post != conv_epilogue::bias_relu) return ok_status();
+  return unary(s, {.op = unary_op::relu, .type = p.type, .x = p.y, .y = p.y, .size = y_dims[0] * y_dims[1]}).with_context(op);
+}
+
+bool empty_input(const conv2d_params& p) { return p.batch * p.height * p.width * p.in_channels == 0; }
 
 } // namespace
 
@@ -409,11 +430,27 @@ struct dnn_context::impl {
     if (handle != nullptr) (void)cudnnDestroy(handle);
   }
 
+  // The cached plan of k, made on first use.
   result<conv_plan*> find_or_make(const conv_shape& k, std::string_view op);
+  result<conv_plan> make_plan(const conv_shape& k, std::string_view op);
 };
 
 result<conv_plan*> dnn_context::impl::find_or_make(const conv_shape& k, std::string_view op) {
   if (auto it = plans.find(k); it != plans.end()) return &it->second;
+  auto made = make_plan(k, op);
+  if (!made.ok() && made.status().code() == status_code::unimplemented && k.post != conv_epilogue::none) {
+    // No engine for the fused graph: the plain convolution, with the epilogue as kernels after it.
+    conv_shape plain = k;
+    plain.post = conv_epilogue::none;
+    plain.align_bias = 16;
+    made = make_plan(plain, op);
+    if (made.ok()) made->separate_epilogue = true;
+  }
+  if (!made.ok()) return made.status();
+  return &plans.try_emplace(k, std::move(made).value()).first->second;
+}
+
+result<conv_plan> dnn_context::impl::make_plan(const conv_shape& k, std::string_view op) {
   auto graph = build_graph(k, handle);
   if (!graph.ok()) return graph.status().with_context(op);
   status last = errors::unimplemented(op, ": cuDNN has no engine for the convolution ", describe(k),
@@ -426,7 +463,7 @@ result<conv_plan*> dnn_context::impl::find_or_make(const conv_shape& k, std::str
       last = configs.status().with_context(op);
       continue;
     }
-    for (const descriptor& config : *configs) {
+    for (descriptor& config : *configs) {
       auto ok = allowed(config, k);
       if (!ok.ok()) return ok.status().with_context(op);
       if (!*ok) continue;
@@ -441,8 +478,7 @@ result<conv_plan*> dnn_context::impl::find_or_make(const conv_shape& k, std::str
       TYPEFLOW_DNN_RETURN_IF_ERROR(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                             CUDNN_TYPE_INT64, 1, nullptr, &bytes),
                                    "cudnnBackendGetAttribute", op, ": workspace size of ", describe(k));
-      auto [it, inserted] = plans.try_emplace(k, conv_plan{std::move(*graph), std::move(*plan), static_cast<std::size_t>(bytes)});
-      return &it->second;
+      return conv_plan{std::move(*graph), std::move(config), std::move(*plan), static_cast<std::size_t>(bytes)};
     }
   }
   return last;
@@ -511,8 +547,9 @@ status validate(const conv2d_params& p, std::string_view op) {
   if (p.out_h != oh || p.out_w != ow)
     return errors::invalid_argument(op, ": the output is ", p.out_h, " x ", p.out_w, " but the input ", p.height, " x ",
                                     p.width, " with this filter, stride, dilation and padding gives ", oh, " x ", ow);
-  if (*y > 0 && (p.x == nullptr || p.filter == nullptr || p.y == nullptr))
-    return errors::invalid_argument(op, ": ", p.x == nullptr ? "the input" : p.filter == nullptr ? "the filter" : "the output",
+  // An empty input or filter (no channel) may have no memory; the output of zeros still has.
+  if (*y > 0 && ((*x > 0 && p.x == nullptr) || (*f > 0 && p.filter == nullptr) || p.y == nullptr))
+    return errors::invalid_argument(op, ": ", p.y == nullptr ? "the output" : p.filter == nullptr && *f > 0 ? "the filter" : "the input",
                                     " is null");
   if (*y > 0 && p.post != conv_epilogue::none && p.bias == nullptr)
     return errors::invalid_argument(op, ": the epilogue adds a bias but the bias is null");
@@ -528,7 +565,7 @@ status check_conv2d_graph(const conv2d_params& p, std::string_view op) {
 result<std::size_t> conv2d_workspace(dnn_context& ctx, const conv2d_params& p, std::string_view op) {
   TYPEFLOW_CUDA_RETURN_IF_ERROR(validate(p, op));
   if (!ctx.impl_) return errors::failed_precondition(op, ": the dnn_context was moved from");
-  if (p.batch * p.out_h * p.out_w * p.out_channels == 0) return std::size_t{0};
+  if (p.batch * p.out_h * p.out_w * p.out_channels == 0 || empty_input(p)) return std::size_t{0};
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_device(ctx.impl_->ordinal));
   // The padded input lives in the workspace, whose alignment is 256.
   auto plan = ctx.impl_->find_or_make(shape_of(p, extra_of(p).any() ? nullptr : p.x), op);
@@ -539,7 +576,14 @@ result<std::size_t> conv2d_workspace(dnn_context& ctx, const conv2d_params& p, s
 status conv2d(dnn_context& ctx, const conv2d_params& p, void* workspace, std::size_t workspace_bytes, std::string_view op) {
   auto needed = conv2d_workspace(ctx, p, op);
   if (!needed.ok()) return needed.status();
-  if (*needed == 0) return ok_status();
+  const std::int64_t outputs = p.batch * p.out_h * p.out_w * p.out_channels;
+  if (outputs == 0) return ok_status();
+  if (empty_input(p)) {
+    // No input channel (or an image padded from nothing): every sum is empty, so y is 0, then the epilogue.
+    const stream& s = *ctx.impl_->on;
+    TYPEFLOW_CUDA_RETURN_IF_ERROR(set_async(s, p.y, 0, static_cast<std::size_t>(outputs) * size_of(p.type)));
+    return epilogue_kernels(s, p, op);
+  }
   if (workspace == nullptr || workspace_bytes < *needed)
     return errors::invalid_argument(op, ": the workspace has ", workspace_bytes, " bytes, fewer than the ", *needed,
                                     " the convolution needs");
@@ -568,7 +612,7 @@ status conv2d(dnn_context& ctx, const conv2d_params& p, void* workspace, std::si
   }
   std::vector<std::int64_t> ids{uid_x, uid_w, uid_y};
   std::vector<void*> pointers{const_cast<void*>(x), base + l.filter, p.y};
-  if (p.post != conv_epilogue::none) {
+  if (p.post != conv_epilogue::none && !plan.separate_epilogue) {
     ids.push_back(uid_bias);
     pointers.push_back(const_cast<void*>(p.bias));
   }
@@ -582,7 +626,7 @@ status conv2d(dnn_context& ctx, const conv2d_params& p, void* workspace, std::si
   TYPEFLOW_CUDA_RETURN_IF_ERROR(finalize(*pack, "variant pack"));
   TYPEFLOW_DNN_RETURN_IF_ERROR(cudnnBackendExecute(c.handle, plan.plan.get(), pack->get()), "cudnnBackendExecute", op,
                                " on GPU:", c.ordinal);
-  return ok_status();
+  return plan.separate_epilogue ? epilogue_kernels(s, p, op) : ok_status();
 }
 
 } // namespace typeflow::gpu

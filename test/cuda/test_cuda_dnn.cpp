@@ -20,6 +20,12 @@ using registry = tf::registry<tf::cuda_kernel_list, tf::cpu_kernel_list>;
 
 namespace {
 
+tf::tensor value_of(tf::result<tf::tensor> r) {
+  INFO(r.status().to_string());
+  REQUIRE(r.ok());
+  return *r;
+}
+
 tf::tensor to(const tf::tensor& x, auto& from, auto& dest) {
   auto t = tf::copy(x, from, dest);
   INFO(t.status().to_string());
@@ -60,6 +66,12 @@ TEST_CASE("pooling on cuda<0> matches the CPU kernels on random pools") {
     tf::ops::max_pool2d mp{.window_h = small(rng), .window_w = small(rng), .stride_h = small(rng), .stride_w = small(rng),
                            .pad = static_cast<tf::ops::padding>(pad_kind(rng)),
                            .dilation_h = small(rng), .dilation_w = small(rng)};
+    if (mp.pad == tf::ops::padding::explicit_) {  // smaller than the dilated window
+      mp.pad_top = static_cast<std::int64_t>(rng() % static_cast<unsigned>((mp.window_h - 1) * mp.dilation_h + 1));
+      mp.pad_bottom = static_cast<std::int64_t>(rng() % static_cast<unsigned>((mp.window_h - 1) * mp.dilation_h + 1));
+      mp.pad_left = static_cast<std::int64_t>(rng() % static_cast<unsigned>((mp.window_w - 1) * mp.dilation_w + 1));
+      mp.pad_right = static_cast<std::int64_t>(rng() % static_cast<unsigned>((mp.window_w - 1) * mp.dilation_w + 1));
+    }
     mp.format = coin(rng) ? tf::ops::data_format::nchw : tf::ops::data_format::nhwc;
     if (mp.pad != tf::ops::padding::same) mp.ceil_mode = coin(rng) == 1;
     const tf::shape xs{small(rng), image(rng), image(rng), channels(rng)};
@@ -69,7 +81,9 @@ TEST_CASE("pooling on cuda<0> matches the CPU kernels on random pools") {
     check_against_cpu(mp, x, nullptr, 0);
     const tf::ops::avg_pool2d ap{.window_h = mp.window_h, .window_w = mp.window_w, .stride_h = mp.stride_h,
                                  .stride_w = mp.stride_w, .pad = mp.pad, .dilation_h = mp.dilation_h,
-                                 .dilation_w = mp.dilation_w, .format = mp.format, .ceil_mode = mp.ceil_mode};
+                                 .dilation_w = mp.dilation_w, .pad_top = mp.pad_top, .pad_bottom = mp.pad_bottom,
+                                 .pad_left = mp.pad_left, .pad_right = mp.pad_right, .format = mp.format,
+                                 .ceil_mode = mp.ceil_mode, .count_include_pad = mp.pad == tf::ops::padding::explicit_ && coin(rng) == 1};
     check_against_cpu(ap, x, nullptr, 1e-5);
     ++checked;
   }
@@ -136,6 +150,28 @@ TEST_CASE("resize and top_k on cuda<0> match the CPU kernels") {
     }
 }
 
+TEST_CASE("conv2d on cuda<0> in f16, and with no input channel, matches the CPU kernel") {
+  tf::cpu host;
+  tf::cuda<0> g;
+  const tf::ops::conv2d op{.stride_h = 2, .pad = tf::ops::padding::same};
+  const auto x = random_tensor<float>(tf::shape{2, 11, 9, 8}, 51), f = random_tensor<float>(tf::shape{3, 2, 8, 16}, 52);
+  // The CPU has no f16 convolution: its f32 one on the f16-rounded inputs is the reference.
+  const auto half = [&](const tf::tensor& t) { return value_of(tf::call<float>(host, tf::ops::cast{.to = tf::dtype::f16}, t)); };
+  const auto wide = [&](const tf::tensor& t) { return value_of(tf::call<Eigen::half>(host, tf::ops::cast{.to = tf::dtype::f32}, t)); };
+  auto want = tf::call<float>(host, op, wide(half(x)), wide(half(f)));
+  REQUIRE(want.ok());
+  auto got = tf::call<Eigen::half, registry>(g, op, to(half(x), host, g), to(half(f), host, g));
+  INFO(got.status().to_string());
+  REQUIRE(got.ok());
+  const tf::tensor back = wide(to(*got, g, host));
+  const auto gv = back.unchecked_values<float>(), wv = want->unchecked_values<float>();
+  REQUIRE(gv.size() == wv.size());
+  for (std::size_t i = 0; i < gv.size(); ++i) REQUIRE(gv[i] == Approx(wv[i]).epsilon(2e-3).margin(2e-2));
+  // No input channel: every output is 0 on both devices.
+  const auto empty_x = random_tensor<float>(tf::shape{1, 4, 4, 0}, 53), empty_f = random_tensor<float>(tf::shape{3, 3, 0, 5}, 54);
+  check_against_cpu(tf::ops::conv2d{.pad = tf::ops::padding::same}, empty_x, &empty_f, 0);
+}
+
 TEST_CASE("the shim's convolution fuses the bias and ReLU, caches its plan, and checks its workspace") {
   tf::cpu host;
   tf::cuda<0> g;
@@ -155,17 +191,22 @@ TEST_CASE("the shim's convolution fuses the bias and ReLU, caches its plan, and 
   p.x = gx.data();
   p.y = gy->data();
   p.bias = gb.data();
-  p.post = tf::gpu::conv_epilogue::bias_relu;
+  auto biased = tf::call<float>(host, tf::ops::bias_add{}, *conv, b);
+  REQUIRE(biased.ok());
   auto& streams = g.streams();
-  auto bytes = streams.conv2d_workspace(p, "conv2d");
-  REQUIRE(bytes.ok());
-  auto ws = g.allocate(tf::dtype::u8, tf::shape{static_cast<std::int64_t>(*bytes)});
-  REQUIRE(ws.ok());
-  auto too_small = streams.conv2d(p, ws->data(), *bytes - 1, "conv2d");
-  REQUIRE(too_small.code() == tf::status_code::invalid_argument);
-  CHECK_THAT(std::string(too_small.message()), Contains("fewer than the"));
-  REQUIRE(streams.conv2d(p, ws->data(), *bytes, "conv2d").ok());
-  require_close(to(*gy, g, host), *want, 2e-4);
+  for (const auto post : {tf::gpu::conv_epilogue::bias_relu, tf::gpu::conv_epilogue::bias}) {
+    p.post = post;
+    auto bytes = streams.conv2d_workspace(p, "conv2d");
+    INFO(bytes.status().to_string());
+    REQUIRE(bytes.ok());
+    auto ws = g.allocate(tf::dtype::u8, tf::shape{static_cast<std::int64_t>(*bytes)});
+    REQUIRE(ws.ok());
+    auto too_small = streams.conv2d(p, ws->data(), *bytes - 1, "conv2d");
+    REQUIRE(too_small.code() == tf::status_code::invalid_argument);
+    CHECK_THAT(std::string(too_small.message()), Contains("fewer than the"));
+    REQUIRE(streams.conv2d(p, ws->data(), *bytes, "conv2d").ok());
+    require_close(to(*gy, g, host), post == tf::gpu::conv_epilogue::bias ? *biased : *want, 2e-4);
+  }
 }
 
 TEST_CASE("a static CNN runs on cuda<0> as on the CPU") {

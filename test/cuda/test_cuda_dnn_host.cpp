@@ -116,6 +116,13 @@ TEST_CASE("the convolution launcher's parameters are checked before a device is 
   p = good;
   p.post = static_cast<gpu::conv_epilogue>(7);
   require_invalid(p, "invalid epilogue code 7");
+  // No input channel: the input and the filter are empty and may have no memory; the output of zeros has.
+  p = good;
+  p.in_channels = 0;
+  p.x = p.filter = nullptr;
+  CHECK(gpu::validate(p).ok());
+  p.y = nullptr;
+  require_invalid(p, "the output is null");
   // The graph check runs the same checks first.
   p = good;
   p.out_h = 9;

@@ -64,9 +64,10 @@ TEST_CASE("a runtime graph over the CPU and GPU:0 runs on the GPU, placed or not
   tf::device_set<tf::cpu, tf::cuda<0>> set;
   set.add(host);
   set.add(gpu);
-  // Unplaced: the GPU's priority puts every node with a GPU kernel there.
+  // Unplaced: the GPU's priority puts every node with a GPU kernel there. Placed: node k on GPU:0 when
+  // k is even (the feed x and the convolution c1 among them), on CPU:0 when odd.
   tf::graph_def alternately = parse(cnn_text);
-  for (std::size_t k = 0; k < alternately.nodes.size(); ++k) alternately.nodes[k].device = k % 2 == 0 ? "CPU:0" : "GPU:0";
+  for (std::size_t k = 0; k < alternately.nodes.size(); ++k) alternately.nodes[k].device = k % 2 == 0 ? "GPU:0" : "CPU:0";
   for (const tf::graph_def& def : {parse(cnn_text), alternately})
     for (int threads : {0, 2}) {
       auto s = mixed_session::make(def, set, {.inter_op_threads = threads});

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Convolutions on the GPU through cuDNN 9's graph API: NHWC images and TensorFlow's HWIO filter,
 // strides, dilations and any padding, with a bias and ReLU fused into the convolution's graph where
-// asked. A dnn_context holds the cuDNN handle of one stream and caches, per shape, dtype, precision,
+// asked (run as the library's kernels after the convolution where cuDNN has no engine for the fused
+// graph in the precision asked). A dnn_context holds the cuDNN handle of one stream and caches, per shape, dtype, precision,
 // epilogue and pointer alignment, the operation graph and the execution plan cuDNN's heuristic chose,
 // so a step after the first only builds a variant pack and executes.
 // The caller gives the workspace (conv2d_workspace says how much): the filter in cuDNN's KRSC layout,
@@ -42,7 +43,9 @@ struct conv2d_params {
   const void* filter = nullptr;
   const void* bias = nullptr;  // [out_channels], with a bias epilogue only
   void* y = nullptr;           // may not overlap x, the filter or the bias
-  precision math = precision::exact;  // exact: no engine that rounds f32 inputs (TF32) is chosen
+  // exact: no engine that rounds f32 inputs (TF32 tensor cores, down-converted inputs) or is
+  // nondeterministic; no dtype gets an engine that accumulates in less than f32.
+  precision math = precision::exact;
   conv_epilogue post = conv_epilogue::none;
 };
 
