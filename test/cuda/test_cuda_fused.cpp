@@ -40,8 +40,8 @@ std::size_t check_on_gpu(std::uint64_t seed, double lo = -2, double hi = 2) {
   INFO(got.status().to_string());
   REQUIRE((want.ok() && got.ok()));
   const std::size_t compiled = tf::gpu::fused_kernels_compiled() - before;
-  const auto w = std::get<0>(*want).untyped().unchecked_values<float>();
-  const auto v = std::get<0>(*got).untyped().unchecked_values<float>();
+  const auto w = std::get<0>(*want).untyped().template unchecked_values<float>();
+  const auto v = std::get<0>(*got).untyped().template unchecked_values<float>();
   REQUIRE(v.size() == w.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (std::isnan(w[i])) {
