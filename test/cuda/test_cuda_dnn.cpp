@@ -12,10 +12,13 @@
 #include <typeflow/typeflow.hpp>
 
 #include "../unit/support.hpp"
+#include "gpu_support.hpp"
 
 namespace tf = typeflow;
 using Catch::Matchers::Contains;
 using tf::test::random_tensor;
+using tf::test::require_close;
+constexpr auto to = [](const tf::tensor& x, auto& from, auto& dest) { return tf::test::moved(x, from, dest); };
 using registry = tf::registry<tf::cuda_kernel_list, tf::cpu_kernel_list>;
 
 namespace {
@@ -26,19 +29,6 @@ tf::tensor value_of(tf::result<tf::tensor> r) {
   return *r;
 }
 
-tf::tensor to(const tf::tensor& x, auto& from, auto& dest) {
-  auto t = tf::copy(x, from, dest);
-  INFO(t.status().to_string());
-  REQUIRE(t.ok());
-  return *t;
-}
-
-void require_close(const tf::tensor& got, const tf::tensor& want, double tol) {
-  REQUIRE(got.spec() == want.spec());
-  const auto g = got.unchecked_values<float>();
-  const auto w = want.unchecked_values<float>();
-  for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(w[i]).epsilon(tol).margin(tol));
-}
 
 // op on x (and a filter) on the GPU against the CPU.
 template <class Op>

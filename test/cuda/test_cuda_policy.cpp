@@ -11,6 +11,7 @@
 #include <typeflow/typeflow.hpp>
 
 #include "../unit/support.hpp"
+#include "gpu_support.hpp"
 
 namespace tf = typeflow;
 using Catch::Matchers::Contains;
@@ -19,26 +20,9 @@ using registry = tf::registry<tf::cuda_kernel_list, tf::cpu_kernel_list>;
 
 namespace {
 
-tf::tensor on_gpu(const tf::tensor& x, tf::cpu& host, tf::cuda<0>& g) {
-  auto t = tf::copy(x, host, g);
-  INFO(t.status().to_string());
-  REQUIRE(t.ok());
-  return *t;
-}
-
-tf::tensor on_host(const tf::tensor& x, tf::cuda<0>& g, tf::cpu& host) {
-  auto t = tf::copy(x, g, host);
-  INFO(t.status().to_string());
-  REQUIRE(t.ok());
-  return *t;
-}
-
-void require_close(const tf::tensor& got, const tf::tensor& want, double tol) {
-  REQUIRE(got.spec() == want.spec());
-  const auto g = got.unchecked_values<float>();
-  const auto w = want.unchecked_values<float>();
-  for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(w[i]).epsilon(tol).margin(tol));
-}
+tf::tensor on_gpu(const tf::tensor& x, tf::cpu& host, tf::cuda<0>& g) { return tf::test::moved(x, host, g); }
+tf::tensor on_host(const tf::tensor& x, tf::cuda<0>& g, tf::cpu& host) { return tf::test::moved(x, g, host); }
+using tf::test::require_close;
 
 } // namespace
 

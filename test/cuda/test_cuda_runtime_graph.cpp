@@ -11,6 +11,7 @@
 
 #include "../unit/support.hpp"
 #include "gpu_registry.hpp"
+#include "gpu_support.hpp"
 
 namespace tf = typeflow;
 using Catch::Matchers::Contains;
@@ -41,11 +42,6 @@ tf::graph_def parse(std::string_view text) {
   return std::move(*def);
 }
 
-void require_close(const tf::tensor& got, const tf::tensor& want) {
-  REQUIRE(got.spec() == want.spec());
-  const auto g = got.unchecked_values<float>(), w = want.unchecked_values<float>();
-  for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(w[i]).epsilon(1e-4).margin(1e-5));
-}
 
 }  // namespace
 
@@ -78,8 +74,8 @@ TEST_CASE("a runtime graph over the CPU and GPU:0 runs on the GPU, placed or not
         auto got = (*s)->run({{"x", x}}, {"y", "s"}, {}, {}, &meta);
         INFO(got.status().to_string());
         REQUIRE(got.ok());
-        require_close((*got)[0], (*want)[0]);
-        require_close((*got)[1], (*want)[1]);
+        tf::test::require_close((*got)[0], (*want)[0], 1e-4);
+        tf::test::require_close((*got)[1], (*want)[1], 1e-4);
         bool on_gpu = false;
         for (const auto& [node, device] : meta.placement)
           if (node == "c1") on_gpu = device == "/job:localhost/replica:0/task:0/device:GPU:0";
