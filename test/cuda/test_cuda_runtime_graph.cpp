@@ -11,7 +11,7 @@
 
 #include "../unit/support.hpp"
 #include "gpu_registry.hpp"
-#include "gpu_support.hpp"
+#include "tensor_support.hpp"
 
 namespace tf = typeflow;
 using Catch::Matchers::Contains;
