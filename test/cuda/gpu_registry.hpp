@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The registry of the GPU runtime-graph tests: the GPU kernels first, then the CPU's. Its kernel
-// tables for tf::cpu and tf::cuda<0> are instantiated once, in gpu_kernels.cpp (extern here): a
-// runtime graph over both devices can run any op of either list.
+// tables are instantiated once (extern here): tf::cpu's in test/kernels/test_kernels.cpp, with the
+// other registries' CPU tables, and tf::cuda<0>'s in gpu_kernels.cpp. A runtime graph over both
+// devices can run any op of either list.
 #pragma once
 
 #include <typeflow/kernels/cuda/kernel_list.hpp>

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel tables of a build with tests, in one unit: tf::default_registry's on tf::cpu and
-// tf::thread_pool (as default_kernels.cpp), and the placement tests' registry
-// (test/unit/placement_registry.hpp) on tf::cpu, tf::thread_pool and remote_device. Both registries
-// hold typeflow's CPU kernels; in one unit those are instantiated once for both tables.
+// tf::thread_pool (as default_kernels.cpp), the placement tests' registry
+// (test/unit/placement_registry.hpp) on tf::cpu, tf::thread_pool and remote_device, and the GPU
+// runtime-graph tests' registry (test/cuda/gpu_registry.hpp) on tf::cpu. Every registry holds
+// typeflow's CPU kernels; in one unit those are instantiated once for all the tables (the GPU
+// registry's CPU table alone took 440 s in a unit of its own). Its cuda<0> table is in
+// test/cuda/gpu_kernels.cpp, with the GPU tests, which link libtypeflow_cuda.
 #include <typeflow/registry/instantiate_kernels.hpp>
 
+#include "../cuda/gpu_registry.hpp"
 #include "../unit/placement_registry.hpp"
 
 template const typeflow::kernel_table<typeflow::cpu>& typeflow::kernels_of<typeflow::test::placement_registry, typeflow::cpu>();
@@ -12,3 +16,4 @@ template const typeflow::kernel_table<typeflow::thread_pool>&
 typeflow::kernels_of<typeflow::test::placement_registry, typeflow::thread_pool>();
 template const typeflow::kernel_table<typeflow::test::remote_device>&
 typeflow::kernels_of<typeflow::test::placement_registry, typeflow::test::remote_device>();
+template const typeflow::kernel_table<typeflow::cpu>& typeflow::kernels_of<typeflow::test::gpu_registry, typeflow::cpu>();
