@@ -402,6 +402,38 @@ u = neg(t)
   CHECK(r0.copies_out > 0);  // s going to CPU:0, fetches
 }
 
+TEST_CASE("an eager call on a device with memory of its own copies host inputs in; its output stays there",
+          "[devices][call]") {
+  tf::cpu host;
+  remote_device r0;
+  const tf::tensor a = tf::test::random_tensor<float>(tf::shape{3, 4}, 21), b = tf::test::random_tensor<float>(tf::shape{4}, 22);
+  auto on_r0 = tf::copy(b, host, r0);
+  REQUIRE(on_r0.ok());
+  const int copies_before = r0.copies_in;
+  // a from the host, b already on the device.
+  auto y = tf::call<float, tf::test::placement_registry>(r0, tf::ops::add{}, a, *on_r0);
+  INFO(y.status().to_string());
+  REQUIRE(y.ok());
+  CHECK(r0.copies_in == copies_before + 1);
+  CHECK(y->space() == r0.space());
+  auto back = tf::copy(*y, r0, host);
+  REQUIRE(back.ok());
+  auto want = tf::call<float>(host, tf::ops::add{}, a, b);
+  REQUIRE(want.ok());
+  CHECK(same_bits(*back, *want));
+  // A tensor of another device is not copied: it is an error naming it.
+  remote_device r1;
+  tf::device_set<tf::cpu, remote_device> set;
+  set.add(host);
+  set.add(r0);
+  set.add(r1);
+  auto on_r1 = tf::copy(b, host, r1);
+  REQUIRE(on_r1.ok());
+  auto wrong = tf::call<float, tf::test::placement_registry>(r0, tf::ops::relu{}, *on_r1);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("TEST:1"));
+}
+
 TEST_CASE("placement errors: each names the node and why; soft placement falls back", "[devices][errors]") {
   tf::cpu c0;
   tf::thread_pool c1(1);

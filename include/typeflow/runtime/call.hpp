@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // call<T>(device, op, inputs...): runs one op eagerly through the kernel that the registry picks
 // at compile time for (op, device, T), and gives its output (all of them, in a vector, for an op
-// with several), through the launch path every executor uses (launch.hpp). Everything that depends
+// with several), through the launch path every executor uses (launch.hpp). Host inputs of a device
+// with memory of its own (a GPU) are copied in first, as a session copies its feeds; the output
+// stays on the device (tf::copy brings it back). A tensor of another device is an error. Everything that depends
 // on the tensors' run-time dtypes and shapes is checked and reported as a status; a missing kernel
 // is a compile error.
 #pragma once
@@ -15,6 +17,7 @@
 
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/device/copy.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/op.hpp>
@@ -47,6 +50,19 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
     if (!t.valid()) return errors::invalid_argument(Op::name, ": input ", i, " is an empty tensor with no storage");
     specs[i] = t.spec();
   }
+  // Inputs the device reads where they are pass; host inputs of a device with memory of its own are
+  // copied in; a tensor of another device is an error.
+  std::vector<tensor> copied;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (reads_in_place(inputs[i], device)) continue;
+    if (!inputs[i].space().host_accessible())
+      return unreadable(inputs[i], device).with_context(detail::cat(Op::name, ": input ", i).view());
+    if (copied.empty()) copied.assign(inputs.begin(), inputs.end());
+    auto in = wait_for_tensor([&](tensor_done done) { to_device_async(inputs[i], device, std::move(done)); });
+    if (!in.ok()) return in.status().with_context(detail::cat(Op::name, ": input ", i).view());
+    copied[i] = std::move(*in);
+  }
+  if (!copied.empty()) inputs = copied;
   if (auto st = check_num_outputs(o); !st.ok()) return st;
   call_result<Op> y;
   std::span<tensor> outputs;
