@@ -5,15 +5,20 @@
 // runtime-graph tests' registry (test/cuda/gpu_registry.hpp) on tf::cpu. Every registry holds
 // typeflow's CPU kernels; in one unit those are instantiated once for all the tables (the GPU
 // registry's CPU table alone took 440 s in a unit of its own). Its cuda<0> table is in
-// test/cuda/gpu_kernels.cpp, with the GPU tests, which link libtypeflow_cuda.
+// test/cuda/gpu_kernels.cpp, with the GPU tests, which link libtypeflow_cuda; a build without
+// them (the sanitizer builds) leaves that registry out (TYPEFLOW_TEST_GPU_REGISTRY unset).
 #include <typeflow/registry/instantiate_kernels.hpp>
 
-#include "../cuda/gpu_registry.hpp"
 #include "../unit/placement_registry.hpp"
+#ifdef TYPEFLOW_TEST_GPU_REGISTRY
+#include "../cuda/gpu_registry.hpp"
+#endif
 
 template const typeflow::kernel_table<typeflow::cpu>& typeflow::kernels_of<typeflow::test::placement_registry, typeflow::cpu>();
 template const typeflow::kernel_table<typeflow::thread_pool>&
 typeflow::kernels_of<typeflow::test::placement_registry, typeflow::thread_pool>();
 template const typeflow::kernel_table<typeflow::test::remote_device>&
 typeflow::kernels_of<typeflow::test::placement_registry, typeflow::test::remote_device>();
+#ifdef TYPEFLOW_TEST_GPU_REGISTRY
 template const typeflow::kernel_table<typeflow::cpu>& typeflow::kernels_of<typeflow::test::gpu_registry, typeflow::cpu>();
+#endif
