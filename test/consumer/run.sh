@@ -1,24 +1,32 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# run.sh SOURCE_ROOT WORK_DIR
-# Installs typeflow into WORK_DIR/prefix and builds test/consumer/main.cpp twice: against the
-# installed package through pkg-config, and with typeflow as a Meson subproject; and, when the build
-# has the ONNX importer, test/consumer/onnx_main.cpp through pkg-config typeflow-onnx; and, when nvcc
-# is on PATH, test/consumer/cuda_main.cpp through pkg-config typeflow-cuda, by the C++ compiler alone.
+# run.sh SOURCE_ROOT WORK_DIR BUILD_DIR
+# Installs BUILD_DIR (the build under test, already built: nothing is compiled again) into
+# WORK_DIR/destdir and builds test/consumer/main.cpp twice: against that install through pkg-config,
+# and with typeflow as a Meson subproject; and, when the build has the ONNX importer,
+# test/consumer/onnx_main.cpp through pkg-config typeflow-onnx; and, when nvcc is on PATH,
+# test/consumer/cuda_main.cpp through pkg-config typeflow-cuda, by the C++ compiler alone.
 set -eu
 src=$1
 work=$2
+build=$3
 rm -rf "$work"
 mkdir -p "$work"
 
 echo "== install"
-# One GPU architecture keeps the CUDA library's build short: this checks the package, not the kernels.
-meson setup "$work/build" "$src" --prefix "$work/prefix" --libdir lib \
-  -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled -Dgpu_archs=90 >"$work/setup.log"
-meson install -C "$work/build" >"$work/install.log"
+meson install -C "$build" --no-rebuild --destdir "$work/destdir" >"$work/install.log"
+# The .pc files name the build's prefix; the install lies under destdir, so they are pointed there
+# (what a package manager's relocation does).
+pcdir=$(find "$work/destdir" -type d -name pkgconfig | head -n 1)
+[ -n "$pcdir" ] || { echo "no pkgconfig folder in the install" >&2; exit 1; }
+for pc in "$pcdir"/*.pc; do
+  prefix=$(sed -n 's/^prefix=//p' "$pc")
+  sed -i "s|^prefix=.*|prefix=$work/destdir$prefix|" "$pc"
+done
+libdir=$(dirname "$pcdir")
 
 echo "== pkg-config consumer"
-export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+export PKG_CONFIG_PATH="$pcdir"
 cflags=$(pkg-config --cflags typeflow)
 libs=$(pkg-config --libs typeflow)
 # shellcheck disable=SC2086
@@ -44,8 +52,8 @@ if pkg-config --exists typeflow-cuda; then
   # shellcheck disable=SC2046
   ${CXX:-c++} -O2 -Wall -Wextra -Werror $(pkg-config --cflags typeflow-cuda) "$src/test/consumer/cuda_main.cpp" \
     -o "$work/consumer-cuda" $(pkg-config --libs typeflow-cuda)
-  # The prefix is a scratch folder the loader does not search (an install under /usr/local is found).
-  LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-cuda"
+  # The install is a scratch folder the loader does not search (an install under /usr/local is found).
+  LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer-cuda"
 fi
 
 echo "== subproject consumer"
@@ -53,6 +61,7 @@ mkdir -p "$work/sub/subprojects"
 cp "$src/test/consumer/subproject/meson.build" "$src/test/consumer/main.cpp" "$src/test/consumer/cuda_main.cpp" "$work/sub/"
 ln -s "$src" "$work/sub/subprojects/typeflow"
 meson setup "$work/sub/build" "$work/sub" >"$work/sub-setup.log"
-meson compile -C "$work/sub/build" >"$work/sub-compile.log"
+# One job: this test runs beside the others (the subproject's CUDA library is the only long part).
+meson compile -C "$work/sub/build" -j 1 >"$work/sub-compile.log"
 "$work/sub/build/consumer"
 if [ -x "$work/sub/build/consumer-cuda" ]; then "$work/sub/build/consumer-cuda"; fi
