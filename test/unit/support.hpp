@@ -19,6 +19,21 @@
 
 namespace typeflow::test {
 
+// Under ThreadSanitizer every access is slower and each lock hand-off far slower, so stress loops
+// run fewer rounds there: it reports a race from one unordered pair of accesses, not from many.
+// (GCC says so with __SANITIZE_THREAD__, Clang with __has_feature.)
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool under_thread_sanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool under_thread_sanitizer = true;
+#else
+inline constexpr bool under_thread_sanitizer = false;
+#endif
+#else
+inline constexpr bool under_thread_sanitizer = false;
+#endif
+
 // TEMPLATE_LIST_TEST_CASE(..., test::device_policies): each body runs on both host policies.
 using device_policies = std::tuple<cpu, thread_pool>;
 
