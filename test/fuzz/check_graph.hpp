@@ -6,6 +6,7 @@
 #pragma once
 
 #include <typeflow/typeflow.hpp>
+#include <typeflow/registry/extern_kernels.hpp>
 
 #include <cstddef>
 #include <cstdint>
