@@ -17,11 +17,13 @@ echo "== install"
 meson install -C "$build" --no-rebuild --destdir "$work/destdir" >"$work/install.log"
 # The .pc files name the build's prefix; the install lies under destdir, so they are pointed there
 # (what a package manager's relocation does).
-pcdir=$(find "$work/destdir" -type d -name pkgconfig | head -n 1)
-[ -n "$pcdir" ] || { echo "no pkgconfig folder in the install" >&2; exit 1; }
+typeflow_pc=$(find "$work/destdir" -name typeflow.pc | head -n 1)
+[ -n "$typeflow_pc" ] || { echo "typeflow.pc is not in the install" >&2; exit 1; }
+pcdir=$(dirname "$typeflow_pc")
+# The folder as a sed replacement: &, | and \ escaped.
+root=$(printf '%s' "$work/destdir" | sed 's/[&|\\]/\\&/g')
 for pc in "$pcdir"/*.pc; do
-  prefix=$(sed -n 's/^prefix=//p' "$pc")
-  sed -i "s|^prefix=.*|prefix=$work/destdir$prefix|" "$pc"
+  sed -i "s|^prefix=|prefix=$root|" "$pc"
 done
 libdir=$(dirname "$pcdir")
 
