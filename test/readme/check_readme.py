@@ -18,8 +18,8 @@ import subprocess
 import sys
 
 readme, work, cmd = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:]
-if "typeflow_all.hpp" not in cmd:  # the precompiled prelude (test/meson.build) declares them already
-    cmd = cmd + ["-include", "typeflow/registry/extern_kernels.hpp"]
+# After the precompiled prelude where test/meson.build gives one: then it is already included (#pragma once).
+cmd = cmd + ["-include", "typeflow/registry/extern_kernels.hpp"]
 work.mkdir(parents=True, exist_ok=True)
 prelude = "#include <typeflow/typeflow.hpp>\nnamespace tf = typeflow;\n"
 
