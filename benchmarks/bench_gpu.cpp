@@ -13,11 +13,16 @@
 //                                                     the shim (cuBLASLt with bias+ReLU epilogues,
 //                                                     cuDNN with bias+ReLU fused, pooling, softmax),
 //                                                     with the same copies
+//   the same sessions run as CUDA graphs (tf::cuda_graph): one launch a run
+//                                                  vs the static session step by step
+//   a chain of 100 small elementwise ops, unfused, a CUDA graph replayed
+//                                                  vs the same session step by step (µs per node)
 // benchmarks/peers/gpu_peers.py runs the MLP and CNN in PyTorch on the same GPU, weights and inputs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -27,6 +32,7 @@
 #include <typeflow/cuda/pool.hpp>
 #include <typeflow/cuda/reduction.hpp>
 #include <typeflow/kernels/cuda/kernel_list.hpp>
+#include <typeflow/runtime/cuda_graph.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include "../examples/models.hpp"
@@ -287,6 +293,52 @@ void bench_network(tf::bench::harness& h, tf::cpu& host, tf::cuda<0>& g, std::in
   }
   h.compare(std::string(Model::name) + " batch " + std::to_string(batch) + ", static session", "the shim's calls, by hand",
             ours, [&] { tf::bench::keep(direct(x)); });
+
+  // The same session replayed as a CUDA graph, against it step by step; its output must be the same.
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry> replayed(graph{}, g, tf::cuda_graph{});
+  check(Model::initialize(replayed, w), "initialize");
+  tf::tensor z;
+  const auto replay = [&] {
+    auto r = replayed.run(tf::feed(Model::x, x), tf::fetch(Model::y));
+    check(r.status(), "replayed run");
+    z = std::get<0>(*r).untyped();
+  };
+  replay();
+  ours();
+  if (std::memcmp(z.data(), y.data(), y.bytes()) != 0) {
+    std::fprintf(stderr, "bench_gpu: %s batch %lld: the CUDA graph's output differs from the step-by-step run's\n",
+                 Model::name, static_cast<long long>(batch));
+    std::exit(1);
+  }
+  h.compare(std::string(Model::name) + " batch " + std::to_string(batch) + ", static session as a CUDA graph",
+            "the static session, step by step", replay, ours);
+}
+
+// 100 unfused elementwise ops on 256 floats: launch-bound. Each step alternates tanh and x - a.
+template <int N, class E, class X>
+constexpr auto small_chain(E e, X x) {
+  if constexpr (N == 0) return e;
+  else if constexpr (N % 2 == 0) return small_chain<N - 1>(tf::tanh(e), x);
+  else return small_chain<N - 1>(e - x, x);
+}
+
+void bench_launches(tf::bench::harness& h, tf::cuda<0>& g) {
+  constexpr int nodes = 100;
+  constexpr auto x = tf::input<"x", float, tf::static_shape<256>>;
+  constexpr auto y = small_chain<nodes>(x, x);
+  using graph = decltype(tf::graph(y));
+  tf::session<graph, tf::cuda<0>, registry, false> steps(graph{}, g);
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry, false> replayed(graph{}, g, tf::cuda_graph{});
+  const tf::tensor xt = models::pattern(tf::shape{256}, 1.0, 0.0);
+  const auto eager = [&] { check(steps.run(tf::feed(x, xt), tf::fetch(y)).status(), "run"); };
+  const auto replay = [&] { check(replayed.run(tf::feed(x, xt), tf::fetch(y)).status(), "replayed run"); };
+  replay();
+  const auto r = h.compare("chain of 100 small ops unfused, CUDA graph replayed", "the same session step by step",
+                           replay, eager);
+  tf::bench::record per_node{"gpu", "chain of 100 small ops unfused, per node", "per node", "us",
+                             "step by step (stream launches)", r.typeflow * 1e3 / nodes, r.baseline * 1e3 / nodes};
+  per_node.ratio = per_node.typeflow / per_node.baseline;
+  h.add(per_node);
 }
 
 void bench_networks(tf::bench::harness& h, tf::cpu& host, tf::cuda<0>& g) {
@@ -309,5 +361,6 @@ int main(int argc, char** argv) {
   bench_elementwise(h, host, g);
   bench_products(h, host, g);
   bench_networks(h, host, g);
+  bench_launches(h, g);
   return 0;
 }

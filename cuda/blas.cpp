@@ -264,6 +264,22 @@ result<blas_context> blas_context::create(const stream& s, void* workspace, std:
   return blas_context(std::move(state));
 }
 
+status blas_context::bind(const stream& s, void* workspace, std::size_t workspace_bytes) {
+  if (!impl_) return errors::failed_precondition("blas_context::bind on a moved-from context");
+  if (s.native() == nullptr) return errors::failed_precondition("blas_context::bind to a moved-from stream");
+  if (s.ordinal() != impl_->ordinal)
+    return errors::invalid_argument("blas_context::bind: the context is on GPU:", impl_->ordinal, ", the stream on GPU:",
+                                    s.ordinal());
+  if (workspace_bytes < impl_->workspace_bytes || (workspace == nullptr && workspace_bytes > 0))
+    return errors::invalid_argument("blas_context::bind: the workspace has ", workspace_bytes,
+                                    " bytes, fewer than the ", impl_->workspace_bytes, " the context was made with");
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0)
+    return errors::invalid_argument("blas_context::bind: the workspace must be 256-byte aligned");
+  impl_->stream = static_cast<cudaStream_t>(s.native());
+  impl_->workspace = workspace;
+  return ok_status();
+}
+
 result<std::size_t> recommended_workspace(int ordinal) {
   auto props = properties(ordinal);
   if (!props.ok()) return props.status();

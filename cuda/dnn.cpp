@@ -491,6 +491,20 @@ dnn_context::~dnn_context() = default;
 
 std::size_t dnn_context::cached_plans() const noexcept { return impl_ ? impl_->plans.size() : 0; }
 
+status dnn_context::bind(const stream& s) {
+  if (!impl_) return errors::failed_precondition("dnn_context::bind on a moved-from context");
+  if (s.native() == nullptr) return errors::failed_precondition("dnn_context::bind to a moved-from stream");
+  if (s.ordinal() != impl_->ordinal)
+    return errors::invalid_argument("dnn_context::bind: the context is on GPU:", impl_->ordinal, ", the stream on GPU:",
+                                    s.ordinal());
+  if (impl_->on == &s) return ok_status();
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_device(s.ordinal()));
+  TYPEFLOW_DNN_RETURN_IF_ERROR(cudnnSetStream(impl_->handle, static_cast<cudaStream_t>(s.native())), "cudnnSetStream",
+                               "GPU:", s.ordinal());
+  impl_->on = &s;
+  return ok_status();
+}
+
 result<dnn_context> dnn_context::create(const stream& s) {
   if (s.native() == nullptr) return errors::failed_precondition("dnn_context::create with a moved-from stream");
   TYPEFLOW_CUDA_RETURN_IF_ERROR(detail::use_device(s.ordinal()));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <typeflow/kernels/cuda/kernel_list.hpp>
+#include <typeflow/runtime/cuda_graph.hpp>
 #include <typeflow/typeflow.hpp>
 
 namespace tf = typeflow;
@@ -95,6 +96,38 @@ TEST_CASE("a static session on cuda<0> alone fuses by default, and without the G
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(std::string(r.status().message()), Contains("GPU:0"));
   }
+}
+
+TEST_CASE("a static session run as a CUDA graph checks its option, and without the GPU its run says why") {
+  constexpr auto x = tf::input<"x", float, tf::static_shape<2, 3>>;
+  constexpr auto y = tf::relu(x) * x;
+  using g = decltype(tf::graph(y));
+  tf::cuda<0> gpu;
+  auto xt = tf::tensor::filled<float>(tf::shape{2, 3}, 2.0f);
+  REQUIRE(xt.ok());
+
+  tf::cuda_graph_session<g, tf::cuda<0>, registry> bad(g{}, gpu, tf::cuda_graph{.branches = 0});
+  CHECK(bad.init_status().code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(bad.init_status().message()), Contains("cuda_graph{.branches = 0}") && Contains("1 to 16"));
+  auto refused = bad.run(tf::feed(x, *xt), tf::fetch(y));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == tf::status_code::invalid_argument);
+
+  tf::cuda_graph_session<g, tf::cuda<0>, registry> s(g{}, gpu, tf::cuda_graph{});
+  REQUIRE(s.init_status().ok());
+  tf::run_metadata md;
+  md.replay = tf::graph_replay::replayed;  // run() sets it, whatever it held
+  auto r = s.run(md, tf::feed(x, *xt), tf::fetch(y));
+  if (gpu.available().ok()) {
+    REQUIRE(r.ok());
+    CHECK(md.replay == tf::graph_replay::captured);
+  } else {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == tf::status_code::failed_precondition);
+    CHECK_THAT(std::string(r.status().message()), Contains("tf::cuda_graph") && Contains("no CUDA device"));
+    CHECK(md.replay == tf::graph_replay::none);
+  }
+  CHECK(tf::to_string(tf::graph_replay::reinstantiated) == "reinstantiated");
 }
 
 TEST_CASE("pad_source maps every output element as the CPU's pad kernel does, in every mode") {

@@ -75,6 +75,11 @@ class TYPEFLOW_CUDA_API blas_context {
   // Shapes whose descriptors and algorithm are cached.
   std::size_t cached_plans() const noexcept;
 
+  // Later products enqueue on `s` (of the same GPU) with `workspace`, which holds at least the bytes
+  // the context was made with, 256-byte aligned; the cached plans stay. One context then serves
+  // several streams, one at a time (a captured graph's branches).
+  status bind(const stream& s, void* workspace, std::size_t workspace_bytes);
+
   struct impl;  // defined in the library
 
  private:

@@ -81,6 +81,10 @@ class TYPEFLOW_CUDA_API dnn_context {
   // Convolutions whose graph and plan are cached.
   std::size_t cached_plans() const noexcept;
 
+  // Later convolutions enqueue on `s` (of the same GPU, outliving the context's use of it); the
+  // cached plans stay. One context then serves several streams, one at a time.
+  status bind(const stream& s);
+
   struct impl;  // defined in the library
 
  private:

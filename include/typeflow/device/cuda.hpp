@@ -106,10 +106,20 @@ class basic_cuda {
     if (!unavailable_.ok())
       return status(unavailable_.code(), detail::cat("cannot allocate ", name_of(type), s, " on ", name_, ": ",
                                                      unavailable_.message()));
-    return memory_.allocate(type, s, name_, space());
+    auto t = memory_.allocate(type, s, name_, space());
+    // A CUDA-graph session's steps keep what they allocate until their work is joined (cuda_branches).
+    if (auto* target = detail::launch_target_for(Ordinal); t.ok() && target != nullptr && target->hold != nullptr) {
+      try {
+        target->hold->push_back(*t);
+      } catch (...) {
+        return errors::resource_exhausted("cannot keep ", name_of(type), s, " on ", name_,
+                                          " for a CUDA graph's steps: out of host memory");
+      }
+    }
+    return t;
   }
 
-  // The streams kernels enqueue on (precondition: available()).
+  // The streams kernels enqueue on (precondition: available()); they launch on streams().current().
   cuda_streams& streams() noexcept { return *streams_; }
 
   void copy_from_host(const tensor& src, tensor& dst, copy_done done) {

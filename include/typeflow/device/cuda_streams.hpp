@@ -25,6 +25,7 @@
 
 #include <typeflow/core/status.hpp>
 #include <typeflow/cuda/blas.hpp>
+#include <typeflow/device/cuda_branches.hpp>
 #include <typeflow/cuda/dnn.hpp>
 #include <typeflow/cuda/elementwise.hpp>
 #include <typeflow/cuda/runtime.hpp>
@@ -255,8 +256,26 @@ class cuda_streams {
     }
   }
 
-  // A product on the compute stream; one thread at a time uses the cuBLASLt context.
+  // The stream this thread's kernels for this GPU go to: a branch of a CUDA-graph session while it
+  // runs its steps there (cuda_branches::scope), else the compute stream. Kernels enqueue on it.
+  const gpu::stream& current() const noexcept {
+    if (const auto* t = detail::launch_target_for(ordinal_)) return t->owner->stream(t->branch);
+    return compute;
+  }
+  // Whether this thread is capturing current() into a CUDA graph: a kernel that must wait for the GPU,
+  // or that copies from host memory it does not keep, refuses then (refuse_capture).
+  bool capturing() const noexcept {
+    const auto* t = detail::launch_target_for(ordinal_);
+    return t != nullptr && t->capturing;
+  }
+  static status refuse_capture(std::string_view op, std::string_view why) {
+    return errors::failed_precondition(op, ": cannot be captured into a CUDA graph: ", why,
+                                       "; run this graph without tf::cuda_graph");
+  }
+
+  // A product on current() (one thread at a time uses a cuBLASLt context).
   status matmul(const gpu::matmul_params& p, std::string_view op) {
+    if (const auto* t = detail::launch_target_for(ordinal_)) return t->owner->matmul(*t, p, op);
     std::lock_guard lock(blas_mu_);
     return gpu::matmul(*blas_, p, op);
   }
@@ -265,24 +284,31 @@ class cuda_streams {
   // time uses the cuDNN context, which is made on the first convolution (cudnnCreate loads cuDNN's
   // engines: a program without convolutions never pays for it).
   result<std::size_t> conv2d_workspace(const gpu::conv2d_params& p, std::string_view op) {
+    if (const auto* t = detail::launch_target_for(ordinal_)) return t->owner->conv2d_workspace(*t, p, op);
     std::lock_guard lock(dnn_mu_);
     if (auto s = make_dnn(); !s.ok()) return s.with_context(op);
     return gpu::conv2d_workspace(*dnn_, p, op);
   }
   status conv2d(const gpu::conv2d_params& p, void* workspace, std::size_t bytes, std::string_view op) {
+    if (const auto* t = detail::launch_target_for(ordinal_)) return t->owner->conv2d(*t, p, workspace, bytes, op);
     std::lock_guard lock(dnn_mu_);
     if (auto s = make_dnn(); !s.ok()) return s.with_context(op);
     return gpu::conv2d(*dnn_, p, workspace, bytes, op);
   }
 
-  // A launch on the compute stream whose data may hold errors (integer division by zero, negative
-  // integer exponents, indices out of range): launch(error_word) enqueues a kernel that sets bits in
-  // the device word, and the check waits for the verdict. One such launch at a time.
+  // A launch on current() whose data may hold errors (integer division by zero, negative integer
+  // exponents, indices out of range): launch(error_word) enqueues a kernel that sets bits in the
+  // device word, and the check waits for the verdict. One such launch at a time. A capture cannot
+  // wait for the GPU, so it refuses.
   template <class Launch>
   status checked(std::string_view op, Launch&& launch) {
+    if (capturing())
+      return refuse_capture(op, "its kernel reports errors in its data (integer division by zero, a negative integer "
+                                "power, an index outside gather's axis) through a flag the host reads after it, and a "
+                                "capture cannot wait for the GPU");
     std::lock_guard lock(checked_mu_);
     if (auto s = launch(error_word_); !s.ok()) return s;
-    return gpu::read_error_bits(compute, error_word_, op);
+    return gpu::read_error_bits(current(), error_word_, op);
   }
 
  private:

@@ -7,7 +7,8 @@
 //    next node (a kernel already running finishes first);
 //  - run_metadata: one node_stats per node that ran, exportable as Chrome trace JSON (Perfetto,
 //    chrome://tracing), and, when the device policy's allocator is a tracking_allocator, what the
-//    step allocated (TensorFlow's per-step memory stats).
+//    step allocated (TensorFlow's per-step memory stats); for a static session run as a CUDA graph,
+//    whether the run captured, updated or replayed it.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -60,6 +61,27 @@ struct node_stats {
   std::size_t output_bytes = 0;
 };
 
+// How a run of a static session made with tf::cuda_graph ran (runtime/cuda_graph.hpp):
+//  - captured: it ran its steps on the GPU and captured them into a CUDA graph, made executable;
+//  - updated: the same, after a change of shape or address, and the executable graph took the new
+//    capture's parameters (cudaGraphExecUpdate);
+//  - reinstantiated: the same, but CUDA refused the update (the graph's shape changed), so a new
+//    executable graph was made;
+//  - replayed: it launched the executable graph: one launch for every step.
+// none: any other session.
+enum class graph_replay : unsigned char { none, captured, updated, reinstantiated, replayed };
+
+constexpr std::string_view to_string(graph_replay r) noexcept {
+  switch (r) {
+    case graph_replay::none: return "none";
+    case graph_replay::captured: return "captured";
+    case graph_replay::updated: return "updated";
+    case graph_replay::reinstantiated: return "reinstantiated";
+    case graph_replay::replayed: return "replayed";
+  }
+  return "invalid";
+}
+
 struct run_metadata {
   std::vector<node_stats> steps;
   // Bytes and allocations through the policy's tracking_allocator during the step (set only for
@@ -67,6 +89,10 @@ struct run_metadata {
   std::optional<step_memory_record> memory;
   // device_set sessions: (node, full device name) of every node the run needed.
   std::vector<std::pair<std::string, std::string>> placement;
+  // Static sessions run as a CUDA graph: how this run ran (graph_replay).
+  graph_replay replay = graph_replay::none;
+  // ... and the streams its executable graph's steps are spread over (its parallel branches).
+  int graph_branches = 0;
 
   // {"traceEvents": [{"name": ..., "ph": "X", "ts": µs, "dur": µs, "pid": device, "tid": ..., "args": {...}}]}:
   // one track (pid) per device, named by a process_name event.

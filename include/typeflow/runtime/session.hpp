@@ -20,6 +20,11 @@
 // Feeds are copied to their input's device, variables are kept on theirs (initialize copies the
 // value there; value_of gives it there), and a fetch on a device whose memory the host cannot read
 // is copied to the host. A node placed on a type the group lacks is a compile error naming it.
+// On a GPU: a session made with tf::cuda_graph runs its plan as a CUDA graph, captured after one run
+// of its steps and replayed by one launch per run (runtime/cuda_graph.hpp, which a program includes
+// to use it).
+//   tf::cuda_graph_session<G, tf::cuda<0>, registry> s(g, gpu, tf::cuda_graph{});
+// run(metadata, feeds..., fetches...) says how each run ran (run_metadata::replay).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -49,6 +54,7 @@
 #include <typeflow/graph/plan.hpp>
 #include <typeflow/graph/static_graph.hpp>
 #include <typeflow/registry/default_registry.hpp>
+#include <typeflow/runtime/run_options.hpp>
 #include <typeflow/runtime/static_executor.hpp>
 #include <typeflow/runtime/static_parallel_executor.hpp>
 #include <typeflow/runtime/static_steps.hpp>
@@ -107,6 +113,23 @@ struct parallel {
   int threads = 2;
 };
 
+// A session option: run the plan as a CUDA graph on a GPU policy, its independent steps on up to
+// `branches` streams (1 to 16): the parallel structure of the plan becomes parallel branches of the
+// graph (runtime/cuda_graph.hpp).
+struct cuda_graph {
+  int branches = 4;
+};
+
+namespace detail {
+struct replay_base {
+  virtual ~replay_base() = default;
+};
+}  // namespace detail
+
+// Runs a static executor's plan as a CUDA graph on Device (defined in runtime/cuda_graph.hpp).
+template <class Executor, class Device>
+class cuda_graph_replay;
+
 // Whether a session on Device fuses elementwise groups unless told: when the device that runs the
 // unplaced nodes (the group's first) has the fused kernel (the host policies do, the GPU not yet).
 template <static_devices Device>
@@ -115,10 +138,12 @@ inline constexpr bool fuses_by_default = fuses_elementwise<typename device_group
 // Fuse = false runs every node on its own; PlanMemory = false gives every output a buffer of its
 // own instead of the compile-time memory plan's arena (both exist to compare and test against).
 // Parallel = true runs the steps with the static parallel executor (made by session(g, device,
-// parallel{n})); PlanMemory does not apply to it.
+// parallel{n})); PlanMemory does not apply to it. Replay = true runs it as a CUDA graph (made by
+// session(g, gpu, cuda_graph{}); runtime/cuda_graph.hpp).
 template <class Graph, static_devices Device, class Registry = default_registry, bool Fuse = fuses_by_default<Device>,
-          bool PlanMemory = true, bool Parallel = false>
+          bool PlanMemory = true, bool Parallel = false, bool Replay = false>
 class session {
+  static_assert(!(Parallel && Replay), "session: a session runs as a CUDA graph or on the parallel executor, not both");
   using group = device_group_t<Device>;
 
  public:
@@ -135,7 +160,17 @@ class session {
       : session(devices) {
     make_pool(p);
   }
-  // Why the session cannot run (a parallel session whose pool could not be made), else ok.
+  // The plan as a CUDA graph on one GPU policy, every node on it (runtime/cuda_graph.hpp). Runs from
+  // several threads take turns.
+  session(Graph, Device& device, cuda_graph options) requires(Replay && device_policy<Device>)
+      : session(as_device_group(device)) {
+    if (options.branches < 1 || options.branches > 16)
+      init_ = errors::invalid_argument("session: cuda_graph{.branches = ", options.branches,
+                                       "}: a CUDA graph's steps run on 1 to 16 streams");
+    graph_options_ = options;
+  }
+  // Why the session cannot run (a parallel session whose pool could not be made, a CUDA-graph
+  // session's option out of range), else ok.
   const status& init_status() const noexcept { return init_; }
 
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
@@ -188,7 +223,18 @@ class session {
   auto run(const Args&... args) {
     constexpr std::size_t num_fetches = (std::size_t{0} + ... + detail::is_fetch<Args>);
     static_assert(num_fetches > 0, "session::run: fetch at least one node: run(feed(x, t), fetch(y))");
-    return run_fetches<fetch_positions<Args...>()>(std::make_index_sequence<num_fetches>{}, args...);
+    return run_fetches<fetch_positions<Args...>()>(std::make_index_sequence<num_fetches>{}, nullptr, args...);
+  }
+  // The same, and what the run says of itself in `metadata` (for now how a session run as a CUDA
+  // graph ran: metadata.replay and graph_branches; graph_replay::none for the others).
+  template <class... Args>
+    requires((detail::is_feed<Args> || detail::is_fetch<Args>) && ...)
+  auto run(run_metadata& metadata, const Args&... args) {
+    constexpr std::size_t num_fetches = (std::size_t{0} + ... + detail::is_fetch<Args>);
+    static_assert(num_fetches > 0, "session::run: fetch at least one node: run(metadata, feed(x, t), fetch(y))");
+    metadata.replay = graph_replay::none;
+    metadata.graph_branches = 0;
+    return run_fetches<fetch_positions<Args...>()>(std::make_index_sequence<num_fetches>{}, &metadata, args...);
   }
 
   // The plan a run with these fetches executes: its steps and fused groups, one per line.
@@ -370,7 +416,7 @@ class session {
   }
 
   template <auto Fetches, std::size_t... Fs, class... Args>
-  auto run_fetches(std::index_sequence<Fs...>, const Args&... args)
+  auto run_fetches(std::index_sequence<Fs...>, run_metadata* metadata, const Args&... args)
       -> result<std::tuple<typed_tensor<element_t<Graph::specs[Fetches[Fs]].type>>...>> {
     using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
     constexpr std::size_t unfed = first_unfed<Plan, Args...>();
@@ -397,23 +443,46 @@ class session {
     if (!st.ok()) return st;
 
     using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
-    std::unique_ptr<state> s = acquire();
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
-    if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
-    else st = executor::run(devices_, *s, env);
+    // A CUDA-graph session's runs take turns on the state its graph was captured from.
+    std::unique_lock<std::mutex> replay_lock;
+    std::unique_ptr<state> owned;
+    state* s = nullptr;
+    if constexpr (Replay) {
+      replay_lock = std::unique_lock(replay_mutex_);
+      auto found = replay_of<executor>();
+      if (!found.ok()) return std::move(found).take_status();
+      cuda_graph_replay<executor, Device>& r = **found;
+      s = &r.state();
+      st = r.run(devices_, env, metadata);
+    } else {
+      (void)metadata;
+      owned = acquire();
+      s = owned.get();
+      if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
+      else st = executor::run(devices_, *s, env);
+    }
     std::array<tensor, sizeof...(Fs)> fetched;
     (void)((st.ok() && (st = fetch_to_host<node_device_index[Plan::fetches[Fs]]>(Plan::fetches[Fs], s->slots[Plan::fetches[Fs]], fetched[Fs]),
                          st.ok())) && ...);
-    if (!st.ok()) {
-      executor::release_leaves(*s);
-      release(std::move(s));
-      return st;
-    }
-    std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...> out{
-        typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(std::move(fetched[Fs]))...};
     executor::release_leaves(*s);
-    release(std::move(s));
-    return out;
+    if constexpr (!Replay) release(std::move(owned));
+    if (!st.ok()) return st;
+    return std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...>{
+        typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(std::move(fetched[Fs]))...};
+  }
+
+  // The CUDA-graph runner of the plan Executor runs, made on its first run (one per set of fetches).
+  template <class Executor>
+  result<cuda_graph_replay<Executor, Device>*> replay_of() {
+    const void* key = &Executor::memory::tag;
+    for (auto& [k, r] : replays_)
+      if (k == key) return static_cast<cuda_graph_replay<Executor, Device>*>(r.get());
+    auto made = cuda_graph_replay<Executor, Device>::create(devices_.template get<0>(), graph_options_.branches);
+    if (!made.ok()) return std::move(made).take_status();
+    cuda_graph_replay<Executor, Device>* raw = made->get();
+    replays_.emplace_back(key, std::move(*made));
+    return raw;
   }
 
   std::unique_ptr<state> acquire() {
@@ -438,6 +507,10 @@ class session {
   status init_;
   std::mutex states_mutex_;
   std::vector<std::unique_ptr<state>> states_;
+  // A CUDA-graph session's runners (each owns its state), declared last: destroyed first.
+  cuda_graph graph_options_;
+  std::mutex replay_mutex_;
+  std::vector<std::pair<const void*, std::unique_ptr<detail::replay_base>>> replays_;
 };
 
 template <class Graph, device_policy Device>

@@ -178,6 +178,18 @@ class static_executor {
     return a;
   }();
 
+  // The slots step k writes, from infos[k].output_slot: an op's outputs (an output node's and the
+  // other kinds': 1).
+  static constexpr std::array<std::size_t, num_steps> output_counts = [] {
+    std::array<std::size_t, num_steps> a{};
+    for (std::size_t k = 0; k < num_steps; ++k) {
+      const std::size_t p = Plan::steps[k];
+      const bool op = step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused;
+      a[k] = op && graph::multi_output[p] ? graph::num_outputs[p] : 1;
+    }
+    return a;
+  }();
+
   // ---- The function of each step ----------------------------------------------------------------
 
   // The kernel of op type Op for step K: chosen by the registry for the step's device and dtype.
@@ -243,16 +255,22 @@ class static_executor {
 
   // ---- Running ------------------------------------------------------------------------------------
 
+  // Points the state's planned slots into its arena for these feeds (the plan made at compile time,
+  // or the one for the fed shapes), unless they point there already. What run() does first; a
+  // caller that runs the steps itself (a CUDA-graph session) calls it before them.
+  static status bind(const group& g, state& s, const static_environment& env) {
+    if constexpr (PlanMemory && memory::is_static && memory::static_layout.num_planned != 0) {
+      if (s.bound != &memory::tag) return bind_arena(g, s, memory::static_layout, memory::static_shapes);
+    } else if constexpr (PlanMemory && !memory::is_static) {
+      if (s.bound != &memory::tag || !same_feeds(s, env)) return plan_at_run_time(g, s, env);
+    }
+    return ok_status();
+  }
+
   static status run(Devices& devices, state& s, const static_environment& env) {
     check_devices();
     const group g = as_device_group(devices);
-    if constexpr (PlanMemory && memory::is_static && memory::static_layout.num_planned != 0) {
-      if (s.bound != &memory::tag)
-        if (auto st = bind_arena(g, s, memory::static_layout, memory::static_shapes); !st.ok()) return st;
-    } else if constexpr (PlanMemory && !memory::is_static) {
-      if (s.bound != &memory::tag || !same_feeds(s, env))
-        if (auto st = plan_at_run_time(g, s, env); !st.ok()) return st;
-    }
+    if (auto st = bind(g, s, env); !st.ok()) return st;
     status st;
     for (std::size_t k = 0; k < num_steps; ++k) {
       run_table[k](infos[k], g, s, env, st, nullptr);

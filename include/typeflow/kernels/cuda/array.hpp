@@ -41,7 +41,7 @@ status copy_to_output(kernel_context<Device>& ctx, std::string_view op, const vo
                       const std::array<std::int64_t, max_rank>& from, std::size_t output = 0) {
   const tensor& y = ctx.outputs[output];
   const auto to = strides_of(y);
-  return gpu::strided_copy(ctx.device.streams().compute,
+  return gpu::strided_copy(ctx.device.streams().current(),
                            {.type = elem_of<T>, .dims = dims_of(y), .src = src, .src_strides = first(from, y.rank()),
                             .dst = y.data(), .dst_strides = first(to, y.rank())},
                            op);
@@ -66,7 +66,7 @@ struct cuda_copy_kernel {
   static status compute(const Op&, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
     if (ctx.outputs[0].data() == ctx.inputs[0].data()) return ok_status();  // forwarded in place
-    return gpu::copy_async(ctx.device.streams().compute, ctx.outputs[0].data(), ctx.inputs[0].data(),
+    return gpu::copy_async(ctx.device.streams().current(), ctx.outputs[0].data(), ctx.inputs[0].data(),
                            ctx.inputs[0].bytes(), gpu::copy_kind::device_to_device);
   }
 };
@@ -129,7 +129,7 @@ struct cuda_concat_kernel {
     std::int64_t offset = 0;  // along the axis
     for (const tensor& x : ctx.inputs) {
       const auto from = detail::strides_of(x);
-      if (auto s = gpu::strided_copy(ctx.device.streams().compute,
+      if (auto s = gpu::strided_copy(ctx.device.streams().current(),
                                      {.type = detail::elem_of<T>, .dims = detail::dims_of(x), .src = x.data(),
                                       .src_strides = detail::first(from, x.rank()),
                                       .dst = static_cast<T*>(y.data()) + offset * to[*axis],
@@ -176,7 +176,7 @@ struct cuda_pad_kernel {
 
   static status compute(const ops::pad& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::pad(ctx.device.streams().compute,
+    return gpu::pad(ctx.device.streams().current(),
                     {.type = detail::elem_of<T>, .x = ctx.inputs[0].data(), .x_dims = detail::dims_of(ctx.inputs[0]),
                      .paddings = std::span<const std::int64_t>(op.paddings.begin(), op.paddings.size()),
                      .mode = static_cast<gpu::pad_mode>(op.mode), .value = op.value, .y = ctx.outputs[0].data()});
@@ -212,7 +212,7 @@ struct cuda_where_kernel {
 
   static status compute(const ops::where&, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::select(ctx.device.streams().compute,
+    return gpu::select(ctx.device.streams().current(),
                        {.type = detail::elem_of<T>, .condition = static_cast<const bool*>(ctx.inputs[0].data()),
                         .condition_dims = detail::dims_of(ctx.inputs[0]), .x = ctx.inputs[1].data(),
                         .x_dims = detail::dims_of(ctx.inputs[1]), .y = ctx.inputs[2].data(),
@@ -242,7 +242,7 @@ struct cuda_gather_kernel {
     // Indices outside the axis show only on the device: the check waits for its verdict.
     return ctx.device.streams().checked(Op::name, [&](unsigned* error_word) {
       p.error_word = error_word;
-      return gpu::gather(ctx.device.streams().compute, p);
+      return gpu::gather(ctx.device.streams().current(), p);
     });
   }
 };
@@ -256,7 +256,7 @@ struct cuda_fill_kernel {
 
   static status compute(const ops::fill& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::fill(ctx.device.streams().compute, detail::elem_of<T>, ctx.outputs[0].data(),
+    return gpu::fill(ctx.device.streams().current(), detail::elem_of<T>, ctx.outputs[0].data(),
                      ctx.outputs[0].num_elements(), op.value);
   }
 };

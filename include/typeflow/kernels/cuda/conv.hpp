@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU kernel of conv2d (ops/conv.hpp) through libtypeflow_cuda's cuDNN convolution: exact f32 (no
 // TF32), f16 and bf16 accumulating in f32. The workspace cuDNN's plan needs (with the filter in
-// cuDNN's layout) comes from the device's allocator for the length of the call: the compute stream
-// is the only one that touches it, so it returns to the pool at once. NCHW images are transposed to
+// cuDNN's layout) comes from the device's allocator for the length of the call: the stream it runs
+// on (streams().current()) is the only one that touches it, so it returns to the pool at once (a
+// CUDA-graph session's branch keeps it: cuda_branches' hold). NCHW images are transposed to
 // NHWC and back around the NHWC convolution, through the same workspace pool.
 #pragma once
 
@@ -76,7 +77,7 @@ struct cuda_conv2d_kernel {
       if (!yt.ok()) return yt.status().with_context(Op::name);
       x_nhwc = std::move(xt).value();
       y_nhwc = std::move(yt).value();
-      if (auto s = detail::transpose_images(streams.compute, p.type, xd, x.data(), x_nhwc.data(), true, Op::name); !s.ok())
+      if (auto s = detail::transpose_images(streams.current(), p.type, xd, x.data(), x_nhwc.data(), true, Op::name); !s.ok())
         return s;
       p.x = x_nhwc.data();
       p.y = y_nhwc.data();
@@ -90,7 +91,7 @@ struct cuda_conv2d_kernel {
       workspace = std::move(w).value();
     }
     if (auto s = streams.conv2d(p, workspace.data(), *bytes, Op::name); !s.ok()) return s;
-    if (nchw) return detail::transpose_images(streams.compute, p.type, yd, y_nhwc.data(), y.data(), false, Op::name);
+    if (nchw) return detail::transpose_images(streams.current(), p.type, yd, y_nhwc.data(), y.data(), false, Op::name);
     return ok_status();
   }
 };

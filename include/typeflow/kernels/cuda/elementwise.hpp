@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU kernels of the elementwise ops (ops/unary.hpp, ops/binary.hpp, cast): header-only kernel types
-// that launch libtypeflow_cuda's kernels on the device's compute stream.
+// that launch libtypeflow_cuda's kernels on the device's current stream (streams().current()).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -77,7 +77,7 @@ struct cuda_unary_kernel {
   static status compute(const Op& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
     const auto [alpha, beta] = detail::unary_attributes(op);
-    return gpu::unary(ctx.device.streams().compute,
+    return gpu::unary(ctx.device.streams().current(),
                       {.op = detail::unary_code(op), .type = detail::elem_of<T>, .x = ctx.inputs[0].data(),
                        .y = ctx.outputs[0].data(), .size = ctx.outputs[0].num_elements(), .alpha = alpha, .beta = beta});
   }
@@ -101,10 +101,10 @@ struct cuda_binary_kernel {
     if constexpr (std::is_integral_v<T> && (code == gpu::binary_op::div || code == gpu::binary_op::pow)) {
       return ctx.device.streams().checked(Op::name, [&](unsigned* error_word) {
         p.error_word = error_word;
-        return gpu::binary(ctx.device.streams().compute, p);
+        return gpu::binary(ctx.device.streams().current(), p);
       });
     } else
-      return gpu::binary(ctx.device.streams().compute, p);
+      return gpu::binary(ctx.device.streams().current(), p);
   }
 };
 
@@ -117,7 +117,7 @@ struct cuda_cast_kernel {
 
   static status compute(const ops::cast& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::cast(ctx.device.streams().compute,
+    return gpu::cast(ctx.device.streams().current(),
                      {.from = detail::elem_of<T>, .to = static_cast<gpu::elem>(op.to), .x = ctx.inputs[0].data(),
                       .y = ctx.outputs[0].data(), .size = ctx.outputs[0].num_elements()});
   }

@@ -90,7 +90,7 @@ struct cuda_fused_kernel {
     if (y.num_elements() == 0) return ok_status();
     std::array<const void*, fused::leaf_count<tree>> inputs;
     for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i] = ctx.inputs[i].data();
-    return gpu::fused_elementwise(ctx.device.streams().compute,
+    return gpu::fused_elementwise(ctx.device.streams().current(),
                                   {.program = fused_program<tree>, .type = detail::elem_of<T>, .inputs = inputs,
                                    .out = y.data(), .size = y.num_elements(), .inner = fused::row_length(y)});
   }

@@ -61,7 +61,7 @@ struct cuda_pool_kernel {
 
   static status compute(const Op& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::pool2d(ctx.device.streams().compute,
+    return gpu::pool2d(ctx.device.streams().current(),
                        detail::pool_params_of(op, ctx.inputs[0], ctx.outputs[0], detail::elem_of<T>));
   }
 };

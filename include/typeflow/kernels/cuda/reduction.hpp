@@ -28,7 +28,7 @@ struct cuda_reduce_kernel {
     std::array<int, int_list::capacity> axes{};
     for (std::size_t i = 0; i < op.axes.size(); ++i) axes[i] = static_cast<int>(op.axes[i]);
     // keep_dims only changes the output's shape, not its elements.
-    return gpu::reduce(ctx.device.streams().compute,
+    return gpu::reduce(ctx.device.streams().current(),
                        {.op = static_cast<gpu::reduce_op>(Op::kind), .type = detail::elem_of<T>, .x = ctx.inputs[0].data(),
                         .x_dims = detail::dims_of(ctx.inputs[0]),
                         .axes = std::span<const int>(axes.data(), op.axes.size()), .y = ctx.outputs[0].data()});
@@ -44,7 +44,7 @@ struct cuda_argmax_kernel {
 
   static status compute(const ops::argmax& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::argmax(ctx.device.streams().compute,
+    return gpu::argmax(ctx.device.streams().current(),
                        {.type = detail::elem_of<T>, .x = ctx.inputs[0].data(), .x_dims = detail::dims_of(ctx.inputs[0]),
                         .axis = static_cast<int>(op.axis), .select_last_index = op.select_last_index,
                         .y = static_cast<std::int64_t*>(ctx.outputs[0].data())});
@@ -60,7 +60,7 @@ struct cuda_softmax_kernel {
 
   static status compute(const Op& op, kernel_context<Device>& ctx) {
     if (auto s = detail::check_spaces(Op::name, ctx); !s.ok()) return s;
-    return gpu::softmax(ctx.device.streams().compute,
+    return gpu::softmax(ctx.device.streams().current(),
                         {.type = detail::elem_of<T>, .x = ctx.inputs[0].data(), .x_dims = detail::dims_of(ctx.inputs[0]),
                          .axis = static_cast<int>(op.axis), .log = Op::log, .y = ctx.outputs[0].data()});
   }

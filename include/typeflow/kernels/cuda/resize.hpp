@@ -60,11 +60,14 @@ struct cuda_resize_kernel {
     const tensor& x = ctx.inputs[0];
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
+    if (ctx.device.streams().capturing())
+      return ctx.device.streams().refuse_capture(Op::name, "it copies its interpolation tables from host memory "
+                                                           "that lives for the call only");
     gpu::resize_params p = detail::resize_params_of(op, x, y, detail::elem_of<T>);
     const std::vector<unsigned char> host = detail::resize_tables_of<acc>(op, p);
     auto tables = ctx.device.allocate(dtype::u8, shape{static_cast<std::int64_t>(host.size())});
     if (!tables.ok()) return tables.status().with_context(Op::name);
-    auto& compute = ctx.device.streams().compute;
+    auto& compute = ctx.device.streams().current();
     // From pageable memory: the call returns once the bytes are staged, so `host` may go.
     if (auto s = gpu::copy_async(compute, tables->data(), host.data(), host.size(), gpu::copy_kind::host_to_device); !s.ok())
       return s.with_context(Op::name);

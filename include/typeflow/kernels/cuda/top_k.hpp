@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU kernel of top_k (ops/nn.hpp) through libtypeflow_cuda's top_k: rows along the last dimension,
 // the CPU kernel's order (cuda/top_k.hpp). Not sorted, the ranks' scratch is a buffer of the pool for
-// the length of the call (the compute stream alone touches it).
+// the length of the call (only the stream it runs on touches it).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -39,7 +39,7 @@ struct cuda_top_k_kernel {
       ranks = std::move(r).value();
       p.ranks = static_cast<std::int64_t*>(ranks.data());
     }
-    return gpu::top_k(ctx.device.streams().compute, p);
+    return gpu::top_k(ctx.device.streams().current(), p);
   }
 };
 
