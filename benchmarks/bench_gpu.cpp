@@ -17,14 +17,21 @@
 //                                                  vs the static session step by step
 //   a chain of 100 small elementwise ops, unfused, a CUDA graph replayed
 //                                                  vs the same session step by step (µs per node)
+//   a loop of 1000 batches of the MLP (batch 64) fed from the host, as a CUDA graph: run_batches
+//   (copies overlapped with compute)           vs run() batch after batch
+//   MLP batch 64 in two sessions at once on one GPU, one paced (op idle time 100 us, Antman's op
+//   queue): the throughput of each            vs each running alone
 // benchmarks/peers/gpu_peers.py runs the MLP and CNN in PyTorch on the same GPU, weights and inputs.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <typeflow/cuda/dnn.hpp>
@@ -348,6 +355,68 @@ void bench_networks(tf::bench::harness& h, tf::cpu& host, tf::cuda<0>& g) {
   }
 }
 
+// Feeding a data set from the host: 1000 batches (100 with --quick) through run_batches, whose
+// feed and fetch copies overlap the graphs, against run() called batch after batch.
+void bench_feeding(tf::bench::harness& h, tf::cuda<0>& g) {
+  using model = models::mlp;
+  using graph = model::graph;
+  const model::weights w;
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry> s(graph{}, g, tf::cuda_graph{});
+  check(model::initialize(s, w), "initialize");
+  const std::size_t n = h.quick() ? 100 : 1000;
+  std::vector<tf::tensor> batches;
+  for (std::size_t i = 0; i < 8; ++i) batches.push_back(models::pattern(tf::shape{64, 784}, 1.0, 0.1 * static_cast<double>(i)));
+  const auto overlapped = [&] {
+    check(s.run_batches(
+              n, [&](std::size_t i) { return std::tuple(tf::feed(model::x, batches[i % batches.size()])); },
+              [&](std::size_t, auto fetched) { tf::bench::keep(fetched); }, tf::fetch(model::y)),
+          "run_batches");
+  };
+  const auto one_by_one = [&] {
+    for (std::size_t i = 0; i < n; ++i)
+      tf::bench::keep(value(s.run(tf::feed(model::x, batches[i % batches.size()]), tf::fetch(model::y)), "run"));
+  };
+  const auto r = h.compare("MLP batch 64, " + std::to_string(n) + " batches, run_batches", "run() batch after batch",
+                           overlapped, one_by_one, 5, 0.0);
+  tf::bench::record rate{"gpu", "MLP batch 64 fed from the host", "throughput", "batches/s", "run() batch after batch",
+                         static_cast<double>(n) / (r.typeflow * 1e-3), static_cast<double>(n) / (r.baseline * 1e-3)};
+  rate.ratio = rate.typeflow / rate.baseline;
+  h.add(rate);
+}
+
+// Two jobs on one GPU: the main one unpaced, the other paced by an op idle time (its own policy
+// object and pool). Throughput in runs per second of each, together and alone.
+void bench_sharing(tf::bench::harness& h, tf::cuda<0>& g) {
+  using model = models::mlp;
+  using graph = model::graph;
+  const model::weights w;
+  tf::cuda<0> side_gpu;
+  side_gpu.set_op_idle_time(std::chrono::microseconds(100));
+  tf::session<graph, tf::cuda<0>, registry> main_job(graph{}, g);
+  tf::session<graph, tf::cuda<0>, registry> side_job(graph{}, side_gpu);
+  check(model::initialize(main_job, w), "initialize");
+  check(model::initialize(side_job, w), "initialize");
+  const tf::tensor x = model::input(64);
+  const int runs = h.quick() ? 20 : 300;
+  const auto rate = [&](auto& s) {
+    check(s.run(tf::feed(model::x, x), tf::fetch(model::y)).status(), "run");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < runs; ++i) check(s.run(tf::feed(model::x, x), tf::fetch(model::y)).status(), "run");
+    return runs / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double main_alone = rate(main_job), side_alone = rate(side_job);
+  double side_together = 0;
+  std::thread side([&] { side_together = rate(side_job); });
+  const double main_together = rate(main_job);
+  side.join();
+  tf::bench::record m{"gpu", "MLP batch 64 beside a paced job", "throughput", "runs/s", "alone", main_together, main_alone};
+  m.ratio = m.typeflow / m.baseline;
+  h.add(m);
+  tf::bench::record p{"gpu", "paced MLP batch 64 (idle 100 us)", "throughput", "runs/s", "alone", side_together, side_alone};
+  p.ratio = p.typeflow / p.baseline;
+  h.add(p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -362,5 +431,7 @@ int main(int argc, char** argv) {
   bench_products(h, host, g);
   bench_networks(h, host, g);
   bench_launches(h, g);
+  bench_feeding(h, g);
+  bench_sharing(h, g);
   return 0;
 }

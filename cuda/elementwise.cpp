@@ -226,7 +226,9 @@ status read_error_bits(const stream& s, unsigned* error_word, std::string_view o
   TYPEFLOW_CUDA_RETURN_IF_ERROR(copy_async(s, &bits, error_word, sizeof bits, copy_kind::device_to_host));
   TYPEFLOW_CUDA_RETURN_IF_ERROR(s.synchronize());
   if (bits == 0) return ok_status();
+  // Cleared before the word's next user, which may launch on another stream.
   TYPEFLOW_CUDA_RETURN_IF_ERROR(set_async(s, error_word, 0, sizeof bits));
+  TYPEFLOW_CUDA_RETURN_IF_ERROR(s.synchronize());
   typeflow::detail::text why;
   const auto add = [&](std::string_view part) {
     if (!why.view().empty()) why.append("; ");

@@ -2,11 +2,15 @@
 // CUDA graphs on GPU:0: the shim's capture, update and replay; static sessions run as CUDA graphs
 // (tf::cuda_graph) against the same sessions run step by step on the same GPU, bitwise: the MLP and
 // the CNN of examples/models.hpp, a new batch size (captured again), independent branches (on forked
-// streams), new feeds through the same staging buffers, and a graph that cannot be captured (a
-// status naming the node).
+// streams), ops with several outputs, new feeds through the same staging buffers, a graph that
+// cannot be captured (a status naming the node), and two jobs sharing the GPU, one paced (Antman's
+// op idle time), with a pool limit lowered between runs.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <typeflow/cuda/elementwise.hpp>
@@ -196,6 +200,32 @@ TEST_CASE("independent steps become parallel branches of the graph") {
   }
 }
 
+TEST_CASE("ops with several outputs replay, and their output nodes are fetched from the graph's buffers") {
+  constexpr auto x = tf::input<"x", float, tf::static_shape<6, 8>>;
+  constexpr auto w = tf::variable<"w", float, tf::static_shape<4, 4>>;
+  auto [left, right] = tf::split<2, 1>(x);                 // two [6, 4] halves
+  auto [values, indices] = tf::top_k<2>(tf::matmul(left, w) + right);
+  const auto y = tf::tanh(values) * values;
+  using graph = decltype(tf::graph(y, indices, left));
+  tf::cuda<0> g;
+  tf::session<graph, tf::cuda<0>, registry, false> steps(graph{}, g);
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry, false> replayed(graph{}, g, tf::cuda_graph{});
+  const tf::tensor wt = tf::test::random_tensor<float>(tf::shape{4, 4}, 3);
+  REQUIRE((steps.initialize(w, wt).ok() && replayed.initialize(w, wt).ok()));
+  for (int run = 0; run < 4; ++run) {
+    const tf::tensor xt = tf::test::random_tensor<float>(tf::shape{6, 8}, 30 + run);
+    auto want = steps.run(tf::feed(x, xt), tf::fetch(y), tf::fetch(indices), tf::fetch(left));
+    tf::run_metadata md;
+    auto got = replayed.run(md, tf::feed(x, xt), tf::fetch(y), tf::fetch(indices), tf::fetch(left));
+    INFO(got.status().to_string());
+    REQUIRE((want.ok() && got.ok()));
+    CHECK(md.replay == (run == 0 ? tf::graph_replay::captured : tf::graph_replay::replayed));
+    require_bitwise(std::get<0>(*got).untyped(), std::get<0>(*want).untyped());
+    require_bitwise(std::get<1>(*got).untyped(), std::get<1>(*want).untyped());
+    require_bitwise(std::get<2>(*got).untyped(), std::get<2>(*want).untyped());
+  }
+}
+
 TEST_CASE("a kernel that must wait for the GPU cannot be captured: the run's status names the node") {
   constexpr auto x = tf::input<"x", std::int32_t, tf::static_shape<8>>;
   constexpr auto d = tf::input<"d", std::int32_t, tf::static_shape<8>>;
@@ -219,4 +249,105 @@ TEST_CASE("a kernel that must wait for the GPU cannot be captured: the run's sta
   auto ok = steps.run(tf::feed(x, *xt), tf::feed(d, *dt), tf::fetch(y));
   REQUIRE(ok.ok());
   for (std::int32_t v : std::get<0>(*ok).untyped().unchecked_values<std::int32_t>()) CHECK(v == 8);
+}
+
+TEST_CASE("two sessions share the GPU, one paced by an op idle time changed while it runs; a pool's limit lowered between runs") {
+  using model = models::mlp;
+  using graph = model::graph;
+  const model::weights w;
+  tf::cuda<0> g;
+  tf::cuda<0> paced;  // a policy object of its own: its own pool and op idle time
+  paced.set_op_idle_time(std::chrono::microseconds(200));
+  tf::session<graph, tf::cuda<0>, registry> main_job(graph{}, g);
+  tf::session<graph, tf::cuda<0>, registry> side_job(graph{}, paced);
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry> side_replayed(graph{}, paced, tf::cuda_graph{});
+  REQUIRE((model::initialize(main_job, w).ok() && model::initialize(side_job, w).ok() &&
+           model::initialize(side_replayed, w).ok()));
+  const tf::tensor x = model::input(16);
+  auto want = main_job.run(tf::feed(model::x, x), tf::fetch(model::y));
+  REQUIRE(want.ok());
+  const tf::tensor expected = std::get<0>(*want).untyped();
+
+  std::atomic<int> failures{0};
+  std::thread side([&] {
+    for (int run = 0; run < 20; ++run) {
+      if (run == 10) paced.set_op_idle_time(std::chrono::microseconds(20));
+      auto a = side_job.run(tf::feed(model::x, x), tf::fetch(model::y));
+      auto b = side_replayed.run(tf::feed(model::x, x), tf::fetch(model::y));
+      if (!a.ok() || !b.ok() || std::memcmp(std::get<0>(*a).untyped().data(), expected.data(), expected.bytes()) != 0 ||
+          std::memcmp(std::get<0>(*b).untyped().data(), expected.data(), expected.bytes()) != 0)
+        ++failures;
+    }
+  });
+  for (int run = 0; run < 40; ++run) {
+    auto r = main_job.run(tf::feed(model::x, x), tf::fetch(model::y));
+    REQUIRE(r.ok());
+    require_bitwise(std::get<0>(*r).untyped(), expected);
+  }
+  side.join();
+  CHECK(failures.load() == 0);
+  paced.set_op_idle_time(std::chrono::nanoseconds(0));
+
+  // Lowered to what is in use: the free regions go back, and the sessions keep running in theirs.
+  const auto before = paced.allocator().stats();
+  const std::size_t reserved = paced.allocator().set_memory_limit(before.bytes_in_use);
+  CHECK(reserved <= before.bytes_reserved);
+  auto again = side_job.run(tf::feed(model::x, x), tf::fetch(model::y));
+  REQUIRE(again.ok());
+  require_bitwise(std::get<0>(*again).untyped(), expected);
+  // A new session needs memory the limit no longer gives: a status, not a crash.
+  paced.allocator().set_memory_limit(0);
+  tf::session<graph, tf::cuda<0>, registry> starved(graph{}, paced);
+  const tf::status init = model::initialize(starved, w);
+  CHECK(init.code() == tf::status_code::resource_exhausted);
+}
+
+TEST_CASE("a loop over batches overlaps its copies and gives each batch's run() results in order; errors name the batch") {
+  using model = models::mlp;
+  using graph = model::graph;
+  const model::weights w;
+  tf::cuda<0> g;
+  tf::session<graph, tf::cuda<0>, registry> steps(graph{}, g);
+  tf::cuda_graph_session<graph, tf::cuda<0>, registry> replayed(graph{}, g, tf::cuda_graph{});
+  REQUIRE((model::initialize(steps, w).ok() && model::initialize(replayed, w).ok()));
+  std::vector<tf::tensor> batches, want;
+  for (int i = 0; i < 12; ++i) {
+    // Batch 7 is of another size: both runners capture again for it, inside the loop.
+    batches.push_back(tf::test::random_tensor<float>(tf::shape{i == 7 ? 5 : 16, 784}, 200 + i, 0.0, 1.0));
+    auto r = steps.run(tf::feed(model::x, batches.back()), tf::fetch(model::y));
+    REQUIRE(r.ok());
+    want.push_back(std::get<0>(*r).untyped());
+  }
+  const auto feeds_of = [&](std::size_t i) { return std::tuple(tf::feed(model::x, batches[i])); };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass replays the graphs the first captured
+    std::vector<std::size_t> order;
+    int mismatches = 0;
+    const tf::status st = replayed.run_batches(
+        batches.size(), feeds_of,
+        [&](std::size_t i, auto fetched) {
+          order.push_back(i);
+          const tf::tensor& got = std::get<0>(fetched).untyped();
+          if (got.spec() != want[i].spec() || std::memcmp(got.data(), want[i].data(), got.bytes()) != 0) ++mismatches;
+        },
+        tf::fetch(model::y));
+    REQUIRE_OK(st);
+    CHECK(mismatches == 0);
+    CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  }
+
+  // A feed of the wrong shape: the loop stops there, naming the batch and the input.
+  batches[3] = tf::test::random_tensor<float>(tf::shape{16, 700}, 1);
+  std::size_t seen = 0;
+  const tf::status bad = replayed.run_batches(batches.size(), feeds_of, [&](std::size_t, auto) { ++seen; }, tf::fetch(model::y));
+  CHECK(bad.code() == tf::status_code::invalid_argument);
+  CHECK_THAT(std::string(bad.message()), Contains("run_batches: batch 3") && Contains("input 'x'"));
+  CHECK(seen <= 3);
+
+  // done's own error stops the loop with it.
+  batches[3] = batches[2];
+  const tf::status stopped = replayed.run_batches(
+      batches.size(), feeds_of,
+      [&](std::size_t i, auto) { return i == 2 ? tf::errors::cancelled("enough") : tf::ok_status(); }, tf::fetch(model::y));
+  CHECK(stopped.code() == tf::status_code::cancelled);
+  CHECK_THAT(std::string(stopped.message()), Contains("batch 2") && Contains("enough"));
 }

@@ -4,6 +4,7 @@
 // gets at run time without the GPU (clear statuses, nothing launched).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <random>
 #include <vector>
 
@@ -128,6 +129,29 @@ TEST_CASE("a static session run as a CUDA graph checks its option, and without t
     CHECK(md.replay == tf::graph_replay::none);
   }
   CHECK(tf::to_string(tf::graph_replay::reinstantiated) == "reinstantiated");
+  std::size_t done = 0;
+  const tf::status loop = s.run_batches(
+      3, [&](std::size_t) { return std::tuple(tf::feed(x, *xt)); }, [&](std::size_t, auto) { ++done; }, tf::fetch(y));
+  if (gpu.available().ok()) {
+    CHECK(loop.ok());
+    CHECK(done == 3);
+  } else {
+    CHECK(loop.code() == tf::status_code::failed_precondition);
+    CHECK(done == 0);
+  }
+}
+
+TEST_CASE("a GPU policy's op idle time is shared by its copies, changeable, and never negative") {
+  tf::cuda<0> gpu;
+  CHECK(gpu.op_idle_time() == std::chrono::nanoseconds(0));
+  tf::cuda<0> copy = gpu;
+  gpu.set_op_idle_time(std::chrono::microseconds(250));
+  CHECK(copy.op_idle_time() == std::chrono::microseconds(250));
+  copy.set_op_idle_time(std::chrono::nanoseconds(-5));
+  CHECK(gpu.op_idle_time() == std::chrono::nanoseconds(0));
+  static_assert(tf::paces_kernels<tf::cuda<0>>);
+  static_assert(!tf::paces_kernels<tf::cpu>);
+  if (!gpu.available().ok()) CHECK(gpu.after_kernel().ok());  // nothing to wait for
 }
 
 TEST_CASE("pad_source maps every output element as the CPU's pad kernel does, in every mode") {

@@ -442,6 +442,60 @@ TEST_CASE("bfc_allocator: regions double with growth, up to the hard limit", "[m
   CHECK(bfc.stats().peak_bytes_in_use == chunk_bytes);
 }
 
+TEST_CASE("bfc_allocator: the limit raised and lowered while in use gives free regions back, never a block in use",
+          "[memory][bfc][limit]") {
+  tf::bfc_allocator<capped_sub_allocator> bfc({.memory_limit = 8 * MiB, .allow_growth = true, .initial_region_bytes = 1 * MiB},
+                                              std::in_place, 64 * MiB);
+  CHECK(bfc.memory_limit() == 8 * MiB);
+  auto a = bfc.allocate(1 * MiB, 64);   // region 1: 1 MiB
+  auto b = bfc.allocate(2 * MiB, 64);   // region 2: 2 MiB
+  auto c = bfc.allocate(4 * MiB, 64);   // region 3: 4 MiB
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  CHECK(bfc.stats().bytes_reserved == 7 * MiB);
+  tf::test::require_error(bfc.allocate(2 * MiB, 64), tf::status_code::resource_exhausted, "bytes_limit=8388608");
+
+  // Raised: the pool grows again.
+  bfc.set_memory_limit(16 * MiB);
+  auto d = bfc.allocate(2 * MiB, 64);
+  REQUIRE(d.ok());
+  CHECK(bfc.stats().bytes_reserved == 15 * MiB);   // region 4: 8 MiB (the doubling goes on)
+  bfc.deallocate(*d, 2 * MiB);
+  require_ok(bfc.check_invariants());
+
+  // Lowered to 4 MiB: the free 8 MiB region goes back at once; the others hold blocks and stay.
+  CHECK(bfc.set_memory_limit(4 * MiB + 100) == 7 * MiB);
+  CHECK(bfc.memory_limit() == 4 * MiB);           // rounded down to 256 bytes
+  CHECK(bfc.sub().used == 7 * MiB);
+  require_ok(bfc.check_invariants());
+  // Over the limit nothing grows, even for a request that would fit under the old one.
+  tf::test::require_error(bfc.allocate(1 * MiB, 64), tf::status_code::resource_exhausted, "bytes_limit=4194304");
+  // Freeing a region's last block while over the limit gives the region back.
+  bfc.deallocate(*b, 2 * MiB);
+  CHECK(bfc.stats().bytes_reserved == 5 * MiB);
+  bfc.deallocate(*a, 1 * MiB);
+  CHECK(bfc.stats().bytes_reserved == 4 * MiB);   // at the limit: the 4 MiB region stays
+  CHECK(bfc.sub().used == 4 * MiB);
+  require_ok(bfc.check_invariants());
+  // Under the limit again, freed regions stay in the pool.
+  bfc.deallocate(*c, 4 * MiB);
+  CHECK(bfc.stats().bytes_reserved == 4 * MiB);
+  auto e = bfc.allocate(3 * MiB, 64);
+  REQUIRE(e.ok());
+  CHECK(bfc.regions().size() == 1);
+  bfc.deallocate(*e, 3 * MiB);
+  // Lowered to zero: every free region goes back, and nothing can be allocated.
+  CHECK(bfc.set_memory_limit(0) == 0);
+  CHECK(bfc.sub().used == 0);
+  CHECK(bfc.regions().empty());
+  tf::test::require_error(bfc.allocate(256, 64), tf::status_code::resource_exhausted, "larger than the memory limit of 0");
+  require_ok(bfc.check_invariants());
+  bfc.set_memory_limit(8 * MiB);
+  auto f = bfc.allocate(1 * MiB, 64);
+  REQUIRE(f.ok());
+  bfc.deallocate(*f, 1 * MiB);
+  require_ok(bfc.check_invariants());
+}
+
 TEST_CASE("bfc_allocator: without growth the limit is one region from the start", "[memory][bfc][limit]") {
   host_bfc bfc({.memory_limit = 8 * MiB, .allow_growth = false});
   auto a = bfc.allocate(1 * KiB, 64);

@@ -12,15 +12,24 @@
 // whose default limit is 90% of the memory free when it is made, so a program makes one cuda<N>
 // object per GPU and passes it around (copies of it share the pool).
 //
+// Sharing a GPU between jobs (Antman, seed 001): set_op_idle_time paces the kernels of one policy
+// object (each waited for, then the GPU left idle for a while), and the pool's limit may be raised or
+// lowered between steps (allocator().set_memory_limit; a lowered limit gives free regions back).
+//
 // Constructible on any machine: without the GPU, allocate, copies and synchronize answer
 // failed_precondition with the reason, and nothing is launched. Using it links libtypeflow_cuda.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include <typeflow/core/tensor.hpp>
@@ -107,13 +116,18 @@ class basic_cuda {
       return status(unavailable_.code(), detail::cat("cannot allocate ", name_of(type), s, " on ", name_, ": ",
                                                      unavailable_.message()));
     auto t = memory_.allocate(type, s, name_, space());
-    // A CUDA-graph session's steps keep what they allocate until their work is joined (cuda_branches).
-    if (auto* target = detail::launch_target_for(Ordinal); t.ok() && target != nullptr && target->hold != nullptr) {
-      try {
-        target->hold->push_back(*t);
-      } catch (...) {
-        return errors::resource_exhausted("cannot keep ", name_of(type), s, " on ", name_,
-                                          " for a CUDA graph's steps: out of host memory");
+    // A CUDA-graph session's steps, on a stream of their own, keep what they allocate until their
+    // work is joined, and start after the compute stream's work that may still use the block
+    // (cuda_branches).
+    if (auto* target = detail::launch_target_for(Ordinal); t.ok() && target != nullptr) {
+      if (auto st = target->owner->after_compute(*target, streams_->compute); !st.ok()) return st.with_context(name_);
+      if (target->hold != nullptr) {
+        try {
+          target->hold->push_back(*t);
+        } catch (...) {
+          return errors::resource_exhausted("cannot keep ", name_of(type), s, " on ", name_,
+                                            " for a CUDA graph's steps: out of host memory");
+        }
       }
     }
     return t;
@@ -136,6 +150,26 @@ class basic_cuda {
     if (auto s = check_copy("copy_within", src, dst, src.space() == space(), dst.space() == space()); !s.ok())
       return done(s);
     copy(streams_->compute, src, dst, gpu::copy_kind::device_to_device, std::move(done));
+  }
+
+  // Antman's GPU op queue (seed 001), for a job that shares the GPU with another: with an op idle
+  // time set, each kernel this policy object (and its copies) runs is waited for, and the GPU is left
+  // to other work for the idle time before the next kernel is launched; a session run as a CUDA graph
+  // waits after each replay. It may be changed from any thread while sessions run; 0 (the default)
+  // turns it off. Nothing waits while a CUDA graph is being captured.
+  void set_op_idle_time(std::chrono::nanoseconds idle) noexcept {
+    idle_ns_->store(std::max<std::int64_t>(0, idle.count()), std::memory_order_relaxed);
+  }
+  std::chrono::nanoseconds op_idle_time() const noexcept {
+    return std::chrono::nanoseconds(idle_ns_->load(std::memory_order_relaxed));
+  }
+  // What launch() calls after each kernel (runtime/launch.hpp): the pacing above.
+  status after_kernel() {
+    const std::chrono::nanoseconds idle = op_idle_time();
+    if (idle.count() == 0 || !unavailable_.ok() || streams_->capturing()) return ok_status();
+    if (auto s = streams_->current().synchronize(); !s.ok()) return s.with_context(name_);
+    std::this_thread::sleep_for(idle);
+    return ok_status();
   }
 
   // Waits for the compute and copy streams and for every copy's callback (again while callbacks
@@ -195,6 +229,7 @@ class basic_cuda {
   std::string name_;
   std::shared_ptr<cuda_streams> streams_;
   status unavailable_;
+  std::shared_ptr<std::atomic<std::int64_t>> idle_ns_ = std::make_shared<std::atomic<std::int64_t>>(0);
 };
 
 static_assert(device_policy<cuda<0>>, "typeflow::cuda<0> must satisfy typeflow::device_policy");

@@ -72,6 +72,9 @@ class cuda_branches {
       auto w = gpu::device_alloc(ordinal, b->workspace_bytes_);
       if (!w.ok()) return w.status();
       b->workspaces_.push_back(*w);
+      auto e = gpu::event::create(ordinal);
+      if (!e.ok()) return e.status();
+      b->ordering_.push_back(std::move(e).value());
     }
     auto blas = gpu::blas_context::create(*b->streams_[0], b->workspaces_[0], b->workspace_bytes_);
     if (!blas.ok()) return blas.status();
@@ -115,6 +118,18 @@ class cuda_branches {
     detail::cuda_launch_target target_;
     detail::cuda_launch_target* previous_;
   };
+
+  // Work on the target's branch after this call waits for the work on `compute` before it: what a
+  // branch that takes memory from the GPU's pool outside a capture needs, since the pool may give it
+  // a block freed by work still queued on the compute stream. (A capture needs no such wait: each
+  // replay starts after the compute stream's work before it.)
+  status after_compute(const detail::cuda_launch_target& t, const gpu::stream& compute) {
+    if (t.capturing) return ok_status();
+    std::lock_guard lock(mu_);
+    const auto b = static_cast<std::size_t>(t.branch);
+    if (auto s = ordering_[b].record(compute); !s.ok()) return s;
+    return streams_[b]->wait(ordering_[b]);
+  }
 
   // A product on the target's branch, with that branch's workspace.
   status matmul(const detail::cuda_launch_target& t, const gpu::matmul_params& p, std::string_view op) {
@@ -160,6 +175,7 @@ class cuda_branches {
   std::size_t workspace_bytes_ = 0;
   std::vector<std::unique_ptr<gpu::stream>> streams_;  // stable addresses: the contexts keep one
   std::vector<void*> workspaces_;
+  std::vector<gpu::event> ordering_;  // per branch: after_compute's event
   std::mutex mu_;
   std::unique_ptr<gpu::blas_context> blas_;
   std::unique_ptr<gpu::dnn_context> dnn_;

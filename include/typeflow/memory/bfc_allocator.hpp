@@ -57,7 +57,10 @@ struct bfc_region_summary {
 // that alignment. An alignment larger than the memory limit fails with resource_exhausted.
 //
 // Regions stay until the pool is destroyed (TensorFlow's optional garbage collection of free regions
-// is not done), so after everything is freed each region is one free chunk.
+// is not done), so after everything is freed each region is one free chunk; except that the limit
+// may be changed while the pool is in use (set_memory_limit, as Antman raises and lowers a job's GPU
+// memory between steps), and while the regions hold more than a lowered limit, every region that is
+// wholly free goes back to the sub-allocator.
 //
 // Chunks are named by handles (indices into a vector) and know their region, and each region maps
 // every 256-byte unit to the handle of the chunk that starts there, as TensorFlow's AllocationRegion
@@ -100,7 +103,7 @@ class bfc_allocator {
 
   // Gives every region back to the sub-allocator; blocks still in use are lost with them.
   ~bfc_allocator() {
-    for (const region& r : regions_) sub_.free(r.base, r.bytes);
+    for (std::uint32_t id : by_address_) sub_.free(regions_[id].base, regions_[id].bytes);
   }
 
   result<void*> allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
@@ -115,6 +118,22 @@ class bfc_allocator {
       if (void* p = find_chunk(rounded, align, bytes)) return p;
     }
     return out_of_memory(bytes, alignment);
+  }
+
+  // Sets the limit on the regions' bytes (rounded down to a multiple of 256) while the pool is in use.
+  // Raising it lets the pool grow again. Lowering it below what the regions hold gives back every
+  // region that is wholly free; blocks in use are never moved, so the regions may stay above the
+  // limit until enough is freed: meanwhile nothing grows, and each deallocation that empties a region
+  // gives it back. Returns the bytes the regions hold afterwards (compare with the limit).
+  std::size_t set_memory_limit(std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    limit_ = bytes / min_allocation_size * min_allocation_size;
+    if (reserved_ > limit_) release_free_regions();
+    return reserved_;
+  }
+  std::size_t memory_limit() const {
+    std::lock_guard lock(mu_);
+    return limit_;
   }
 
   // `bytes` must be what was requested; nullptr is ignored.
@@ -135,6 +154,7 @@ class bfc_allocator {
     c.allocation_id = -1;
     c.requested_size = 0;
     free_and_coalesce(h);
+    if (reserved_ > limit_) release_free_regions();
   }
 
   allocator_stats stats() const {
@@ -251,8 +271,14 @@ class bfc_allocator {
     if (live_chunks != chunks_.size() - free_handles_.size())
       return errors::internal(name, ": ", chunks_.size() - free_handles_.size(), " chunk handles are taken, regions hold ", live_chunks);
     if (in_use != in_use_) return errors::internal(name, ": chunks in use hold ", in_use, " bytes, stats say ", in_use_);
-    if (reserved != reserved_ || reserved_ > limit_)
+    if (reserved != reserved_)
       return errors::internal(name, ": regions hold ", reserved, " bytes, stats say ", reserved_, ", limit ", limit_);
+    // Above a lowered limit, no region may be wholly free (it would have gone back).
+    if (reserved_ > limit_)
+      for (std::uint32_t id : by_address_)
+        if (const chunk& c = chunks_[regions_[id].handles.front()]; !c.in_use() && c.size == regions_[id].bytes)
+          return errors::internal(name, ": regions hold ", reserved_, " bytes over the limit of ", limit_,
+                                  " and the region at ", detail::address{regions_[id].base}, " is wholly free");
     if (misuses_ != 0)
       return errors::failed_precondition(name, ": ", misuses_, " misuse(s) (refused deallocations, bad regions); the first: ", first_misuse_);
     return ok_status();
@@ -477,7 +503,7 @@ class bfc_allocator {
   // doubles until the request fits, is capped by what the limit leaves, and if the sub-allocator
   // refuses, smaller sizes (90% each step) are tried once in the allocator's life.
   bool extend(std::size_t rounded, std::size_t align) {
-    const std::size_t available = (limit_ - reserved_) / min_allocation_size * min_allocation_size;
+    const std::size_t available = reserved_ >= limit_ ? 0 : (limit_ - reserved_) / min_allocation_size * min_allocation_size;
     if (rounded > available) return false;
     bool increased = false;
     while (rounded > region_bytes_) {
@@ -521,6 +547,22 @@ class bfc_allocator {
     return true;
   }
 
+  // Gives every wholly free region back to the sub-allocator (the regions hold more than the limit).
+  // A region's id stays taken (its chunks name regions by index), as an empty entry.
+  void release_free_regions() {
+    for (std::size_t i = by_address_.size(); i-- > 0;) {
+      region& r = regions_[by_address_[i]];
+      const chunk_handle h = r.handles.front();
+      if (chunks_[h].in_use() || chunks_[h].size != r.bytes) continue;
+      remove_free(h);
+      delete_chunk(h);
+      sub_.free(r.base, r.bytes);
+      reserved_ -= r.bytes;
+      r = region{};
+      by_address_.erase(by_address_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+
   allocator_stats stats_locked() const {
     allocator_stats s;
     s.bytes_in_use = in_use_;
@@ -538,7 +580,7 @@ class bfc_allocator {
       return errors::resource_exhausted(name, ": cannot allocate ", bytes, " bytes with alignment ", alignment,
                                         ": larger than the memory limit of ", limit_, " bytes; ", stats_locked());
     return errors::resource_exhausted(name, ": out of memory allocating ", bytes, " bytes (", rounded_bytes(bytes),
-                                      " rounded) with alignment ", alignment, " in ", regions_.size(),
+                                      " rounded) with alignment ", alignment, " in ", by_address_.size(),
                                       " region(s) under a limit of ", limit_, " bytes; ", stats_locked());
   }
 
@@ -547,7 +589,7 @@ class bfc_allocator {
   }
 
   SubAllocator sub_;
-  const std::size_t limit_;
+  std::size_t limit_;
   std::size_t region_bytes_ = 0;  // the size of the next region
   bool backpedalled_ = false;
 
@@ -556,7 +598,8 @@ class bfc_allocator {
   std::vector<chunk_handle> free_handles_;  // recycled entries of chunks_
   std::array<free_list, num_bins> bins_;
   std::uint32_t nonempty_bins_ = 0;         // bit b: bins_[b] is not empty
-  std::vector<region> regions_;             // in the order they were added: a chunk's region id
+  std::vector<region> regions_;             // in the order they were added: a chunk's region id (a
+                                            // region given back stays as an empty entry)
   std::vector<std::uint32_t> by_address_;   // region ids sorted by base address
   std::int64_t next_allocation_id_ = 1;
 

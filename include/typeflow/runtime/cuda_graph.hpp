@@ -31,9 +31,8 @@
 // in its data (integer division and powers, gather's indices) and one that copies from host memory
 // it does not keep (resize's tables). A capture may not wait, so these fail the capture, naming
 // the node; such a graph runs without tf::cuda_graph.
-// An assign step writes a variable between runs; a graph that assigns gives the variable its
-// output's buffer, whose address then alternates with the next output's, so such a graph updates its
-// executable graph on most runs (run_metadata says so).
+// A graph that assigns variables is a compile error here: an assign gives the variable its value's
+// buffer each run, so the addresses a replay reads would change on every run.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -41,8 +40,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,21 @@ class cuda_graph_replay final : public detail::replay_base {
       if (k == static_step_kind::transfer) return false;
     return true;
   }(), "tf::cuda_graph: a graph captured as a CUDA graph runs on one GPU, without transfers");
+  // The first assign step of the plan, or num_steps.
+  static constexpr std::size_t first_assign = [] {
+    for (std::size_t k = 0; k < num_steps; ++k)
+      if (kinds[k] == static_step_kind::assign) return k;
+    return num_steps;
+  }();
+  static_assert(first_assign == num_steps || compile_error<detail::text_constant<[] {
+                  if constexpr (first_assign == num_steps) return detail::text();
+                  else
+                    return detail::cat("tf::cuda_graph: node ", infos[first_assign].node, " (", infos[first_assign].name,
+                                       ") assigns a variable; a CUDA graph replays fixed addresses, and an assign "
+                                       "gives the variable its value's buffer each run: run a graph that assigns "
+                                       "without tf::cuda_graph");
+                }>::value>::value,
+                "tf::cuda_graph: a graph run as a CUDA graph must not assign variables");
 
   // The positions in the plan of the steps the GPU runs (the graph's steps).
   static constexpr std::size_t num_gpu_steps = [] {
@@ -124,6 +140,81 @@ class cuda_graph_replay final : public detail::replay_base {
 
   state_type& state() noexcept { return state_; }
 
+  // ---- Overlapped runs (session::run_batches) ---------------------------------------------------
+  // A batch in two halves, so that two runners take turns: begin() stages the feeds and starts the
+  // graph and the copies of the fetches, all on this runner's first branch; end() waits for them.
+  // Between the two, the caller begins the next batch on the other runner: its feed copies overlap
+  // this graph, and this batch's fetch copies overlap the next graph.
+  //
+  // begin: when the graph is captured and every input already has its buffer on the GPU for the fed
+  // shape, each feed goes through this runner's pinned staging (a host copy) and is copied in on the
+  // branch, the graph is launched after it, and each fetch is copied out into pinned staging after
+  // it; nothing waits. Otherwise the batch runs as run() does (capturing if it must), and only the
+  // fetch copies are left to end().
+  status begin(const group& g, const static_environment& env, std::span<const std::size_t> fetches, graph_replay& how) {
+    how = graph_replay::none;
+    Device& gpu = g.template get<0>();
+    if (auto st = Executor::bind(g, state_, env); !st.ok()) return st;
+    status st;
+    bool fast = exec_.has_value();
+    for (std::size_t k = 0; k < num_steps && fast; ++k)
+      if (kinds[k] == static_step_kind::input) {
+        const tensor& y = state_.slots[infos[k].node];
+        const tensor& x = *env.feeds[infos[k].index];
+        fast = y.owns_buffer() && y.use_count() == 1 && y.space() == gpu.space() && y.spec() == x.spec() &&
+               x.space().host_accessible();
+      }
+    if (fast) {
+      std::size_t staged = 0;
+      for (std::size_t k = 0; k < num_steps && st.ok(); ++k) {
+        if (kinds[k] == static_step_kind::input) {
+          const tensor& x = *env.feeds[infos[k].index];
+          st = copy_in(staged++, x, state_.slots[infos[k].node]);
+        } else if (sets_values(kinds[k]) || kinds[k] == static_step_kind::output) {
+          Executor::run_table[k](infos[k], g, state_, env, st, nullptr);
+        }
+      }
+      if (st.ok() && signature() == signature_) {
+        st = exec_->launch(origin());
+        how = graph_replay::replayed;
+      } else if (st.ok()) {
+        fast = false;  // an address changed after all: a whole run, after the copies made so far
+        st = origin().synchronize();
+      }
+      if (!st.ok()) {
+        (void)origin().synchronize();
+        return st.with_context("tf::cuda_graph");
+      }
+    }
+    if (!fast) {
+      // The copies below read what run() leaves on the first branch (its steps, or the graph joined
+      // after it on the compute stream).
+      if (st = run_once(g, env, how); !st.ok()) return st;
+    }
+    fetched_.resize(fetches.size());
+    for (std::size_t j = 0; j < fetches.size() && st.ok(); ++j) st = copy_out(j, state_.slots[fetches[j]]);
+    if (!st.ok()) {
+      (void)origin().synchronize();
+      return st.with_context("tf::cuda_graph");
+    }
+    return ok_status();
+  }
+
+  // Waits for whatever this runner's first branch still has to do (after an error).
+  void wait() noexcept { (void)origin().synchronize(); }
+
+  // Waits for the batch begin() started; the fetches, in begin's order, as host tensors of their own.
+  status end(std::span<tensor> out) {
+    if (auto st = origin().synchronize(); !st.ok()) return st.with_context("tf::cuda_graph");
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      auto t = tensor::allocate(fetched_[j].spec.type, fetched_[j].spec.dims);
+      if (!t.ok()) return std::move(t).take_status();
+      if (t->bytes() != 0) std::memcpy(t->data(), fetch_staging_[j].data(), t->bytes());
+      out[j] = std::move(*t);
+    }
+    return ok_status();
+  }
+
   // One run (see the top of this file); what it did goes to metadata->replay and graph_branches.
   status run(const group& g, const static_environment& env, run_metadata* metadata) {
     graph_replay how = graph_replay::none;
@@ -143,19 +234,69 @@ class cuda_graph_replay final : public detail::replay_base {
     Device& gpu = g.template get<0>();
     if (auto st = Executor::bind(g, state_, env); !st.ok()) return st;
     status st;
+    // Inputs, variables and constants take this run's values; output nodes share their ops' outputs
+    // (buffers kept from the last run), so that the signature sees what the graph will read.
     for (std::size_t k = 0; k < num_steps; ++k)
-      if (sets_values(kinds[k]) && (Executor::run_table[k](infos[k], g, state_, env, st, nullptr), !st.ok())) return st;
+      if ((sets_values(kinds[k]) || kinds[k] == static_step_kind::output) &&
+          (Executor::run_table[k](infos[k], g, state_, env, st, nullptr), !st.ok()))
+        return st;
     if (exec_ && signature() == signature_) {
       if (st = launch(gpu.streams()); !st.ok()) return st;
-      for (std::size_t k = 0; k < num_steps; ++k)
-        if (!sets_values(kinds[k]) && !on_gpu(kinds[k]) &&
-            (Executor::run_table[k](infos[k], g, state_, env, st, nullptr), !st.ok()))
-          return st;
+      if (st = gpu.after_kernel(); !st.ok()) return st;  // an op idle time paces each replay
       how = graph_replay::replayed;
       return ok_status();
     }
+    // An op reuses its output's buffer only when nothing else holds it: not the output nodes.
+    clear_output_nodes();
     if (st = run_steps(g, env); !st.ok()) return st;
+    clear_output_nodes();
     return capture(g, env, how);
+  }
+
+  void clear_output_nodes() {
+    for (std::size_t k = 0; k < num_steps; ++k)
+      if (kinds[k] == static_step_kind::output) state_.slots[infos[k].node] = tensor();
+  }
+
+  // Page-locked host memory, grown as needed: the staging of feeds and fetches in run_batches.
+  class pinned_staging {
+   public:
+    pinned_staging() = default;
+    pinned_staging(pinned_staging&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    pinned_staging& operator=(pinned_staging&&) = delete;
+    ~pinned_staging() { (void)gpu::pinned_free(p_); }
+    status reserve(std::size_t bytes) {
+      if (bytes <= bytes_) return ok_status();
+      (void)gpu::pinned_free(std::exchange(p_, nullptr));
+      bytes_ = 0;
+      auto p = gpu::pinned_alloc(bytes);
+      if (!p.ok()) return p.status();
+      p_ = *p;
+      bytes_ = bytes;
+      return ok_status();
+    }
+    void* data() const noexcept { return p_; }
+
+   private:
+    void* p_ = nullptr;
+    std::size_t bytes_ = 0;
+  };
+
+  // Feed x into the device buffer y on the first branch, through staging buffer i.
+  status copy_in(std::size_t i, const tensor& x, tensor& y) {
+    if (feed_staging_.size() <= i) feed_staging_.resize(i + 1);
+    if (auto st = feed_staging_[i].reserve(x.bytes()); !st.ok()) return st;
+    if (x.bytes() == 0) return ok_status();
+    std::memcpy(feed_staging_[i].data(), x.data(), x.bytes());
+    return gpu::copy_async(origin(), y.data(), feed_staging_[i].data(), x.bytes(), gpu::copy_kind::host_to_device);
+  }
+  // The device tensor t into fetch staging buffer j on the first branch (end() makes the host tensor).
+  status copy_out(std::size_t j, const tensor& t) {
+    if (fetch_staging_.size() <= j) fetch_staging_.resize(j + 1);
+    fetched_[j] = fetched{t.spec()};
+    if (auto st = fetch_staging_[j].reserve(t.bytes()); !st.ok()) return st;
+    if (t.bytes() == 0) return ok_status();
+    return gpu::copy_async(origin(), fetch_staging_[j].data(), t.data(), t.bytes(), gpu::copy_kind::device_to_host);
   }
 
   status make_event(std::optional<gpu::event>& e) {
@@ -234,8 +375,7 @@ class cuda_graph_replay final : public detail::replay_base {
   }
 
   // Captures the GPU steps, on the branches of a plan made from what they touch now, and makes or
-  // updates the executable graph. Output nodes are set again (they share their op's output); assigns
-  // are not (the steps' run has assigned this run's values).
+  // updates the executable graph. Output nodes are set again in order (they share their op's output).
   status capture(const group& g, const static_environment& env, graph_replay& how) {
     std::vector<step_access> access(num_gpu_steps);
     for (std::size_t i = 0; i < num_gpu_steps; ++i) access[i] = access_of(gpu_steps[i]);
@@ -248,10 +388,37 @@ class cuda_graph_replay final : public detail::replay_base {
     for (auto& e : branch_events_)
       if (auto st = make_event(e); !st.ok()) return st;
 
+    if (auto e = make_event(capture_fork_); !e.ok()) return e;
     std::vector<tensor> hold;
     if (auto st = gpu::begin_capture(origin()); !st.ok()) return st.with_context("tf::cuda_graph");
+    // Whatever happens from here, the forked branches join the origin and the capture ends.
+    std::optional<result<gpu::captured_graph>> graph;
+    int forked = 1;
+    struct ending {
+      cuda_graph_replay& r;
+      int& forked;
+      std::optional<result<gpu::captured_graph>>& graph;
+      ~ending() {
+        for (int b = 1; b < forked; ++b)
+          (void)r.order(r.branches_->stream(b), *r.branch_events_[static_cast<std::size_t>(b)], r.origin());
+        graph.emplace(gpu::end_capture(r.origin()));
+      }
+    };
     status st;
-    for (int b = 1; b < plan.branches && st.ok(); ++b) st = order(origin(), *fork_, branches_->stream(b));
+    {
+      const ending end{*this, forked, graph};
+      for (int b = 1; b < plan.branches && st.ok(); ++b)
+        if (st = order(origin(), *capture_fork_, branches_->stream(b)); st.ok()) forked = b + 1;
+      st.update(capture_steps(g, env, plan, hold));
+    }
+    if (!st.ok()) return st.with_context("capturing a CUDA graph");
+    if (!graph->ok()) return graph->status().with_context("capturing a CUDA graph");
+    return instantiate(**graph, plan, hold, how);
+  }
+
+  // The GPU steps on their branches, each after the steps it waits for (in the capture).
+  status capture_steps(const group& g, const static_environment& env, const branch_plan& plan, std::vector<tensor>& hold) {
+    status st;
     for (std::size_t k = 0, i = 0; k < num_steps && st.ok(); ++k) {
       if (kinds[k] == static_step_kind::output) {
         Executor::run_table[k](infos[k], g, state_, env, st, nullptr);
@@ -270,15 +437,14 @@ class cuda_graph_replay final : public detail::replay_base {
       if (st.ok() && plan.recorded[i]) st = step_events_[i]->record(on);
       ++i;
     }
-    for (int b = 1; b < plan.branches && st.ok(); ++b)
-      st = order(branches_->stream(b), *branch_events_[static_cast<std::size_t>(b)], origin());
-    auto graph = gpu::end_capture(origin());  // ends the capture whatever happened in it
-    if (!st.ok()) return st.with_context("capturing a CUDA graph");
-    if (!graph.ok()) return graph.status().with_context("capturing a CUDA graph");
+    return st;
+  }
 
+  // Makes the executable graph from a capture, or updates it.
+  status instantiate(gpu::captured_graph& graph, const branch_plan& plan, std::vector<tensor>& hold, graph_replay& how) {
     how = graph_replay::captured;
     if (exec_) {
-      auto updated = exec_->update(*graph);
+      auto updated = exec_->update(graph);
       if (!updated.ok()) {
         exec_.reset();
         return updated.status().with_context("tf::cuda_graph");
@@ -287,7 +453,7 @@ class cuda_graph_replay final : public detail::replay_base {
       if (!*updated) exec_.reset();
     }
     if (!exec_) {
-      auto made = gpu::graph_exec::instantiate(*graph);
+      auto made = gpu::graph_exec::instantiate(graph);
       if (!made.ok()) return made.status().with_context("tf::cuda_graph");
       exec_.emplace(std::move(made).value());
     }
@@ -305,7 +471,12 @@ class cuda_graph_replay final : public detail::replay_base {
   std::optional<gpu::graph_exec> exec_;
   std::vector<std::uintptr_t> signature_;
   std::vector<tensor> scratch_;
-  std::optional<gpu::event> fork_, join_;
+  std::optional<gpu::event> fork_, join_, capture_fork_;
+  struct fetched {
+    tensor_spec spec;
+  };
+  std::vector<fetched> fetched_;
+  std::vector<pinned_staging> feed_staging_, fetch_staging_;
   std::vector<std::optional<gpu::event>> step_events_, branch_events_;
   int branches_used_ = 0;
 };

@@ -15,6 +15,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <type_traits>
@@ -43,6 +44,13 @@ struct compiled_kernel {
   void compute_async(kernel_context<device_type>& ctx, kernel_done done) const {  // only when may_be_async
     K::compute_async(op, ctx, std::move(done));
   }
+};
+
+// A device policy that has something to do after each kernel it ran synchronously (the GPU's op
+// pacing: device/cuda.hpp, set_op_idle_time); its status is the kernel's when the kernel succeeded.
+template <class Device>
+concept paces_kernels = requires(Device& d) {
+  { d.after_kernel() } -> std::same_as<status>;
 };
 
 // Gives each of n outputs its spec and then its buffer: spec_of(k, scratch, st) -> const
@@ -111,6 +119,9 @@ template <class Kernel, class Inputs, class Finish, class Done = std::nullptr_t>
   }
   kernel_context<Device> ctx{device, std::span<const tensor>(inputs), outputs};
   st = kernel.compute(ctx);
+  if constexpr (paces_kernels<Device>) {
+    if (st.ok()) st = device.after_kernel();
+  }
   finish(st);
   return true;
 }

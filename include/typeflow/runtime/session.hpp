@@ -237,6 +237,24 @@ class session {
     return run_fetches<fetch_positions<Args...>()>(std::make_index_sequence<num_fetches>{}, &metadata, args...);
   }
 
+  // A CUDA-graph session's loop over a data set, overlapped: n batches, feeds_of(i) giving batch i's
+  // feeds as a std::tuple of feed(x, t) values and done(i, fetched) receiving its fetches (the tuple
+  // run() gives), in order. Two runners take turns: while batch i's graph runs, batch i + 1's feeds
+  // are copied in (through pinned staging) and its graph queued, and batch i's fetches are copied
+  // out while batch i + 1 computes. done may return a status: not ok stops the loop with it. Stops
+  // at the first error, named by its batch.
+  //   s.run_batches(n, [&](std::size_t i) { return std::tuple(tf::feed(x, batches[i])); },
+  //                 [&](std::size_t i, auto fetched) { use(std::get<0>(fetched)); }, tf::fetch(y));
+  template <class FeedsOf, class Done, class... Fetches>
+    requires(Replay && sizeof...(Fetches) > 0 && (detail::is_fetch<Fetches> && ...))
+  status run_batches(std::size_t n, FeedsOf&& feeds_of, Done&& done, Fetches...) {
+    if (!init_.ok()) return init_;
+    if (n == 0) return ok_status();
+    using feeds_type = std::remove_cvref_t<decltype(feeds_of(std::size_t{0}))>;
+    return run_batches_of<fetch_positions<Fetches...>()>(std::make_index_sequence<sizeof...(Fetches)>{},
+                                                         static_cast<feeds_type*>(nullptr), n, feeds_of, done);
+  }
+
   // The plan a run with these fetches executes: its steps and fused groups, one per line.
   template <class... Fetches>
     requires(detail::is_fetch<Fetches> && ...)
@@ -473,9 +491,10 @@ class session {
   }
 
   // The CUDA-graph runner of the plan Executor runs, made on its first run (one per set of fetches).
+  // run() uses the first; run_batches takes turns between two.
   template <class Executor>
-  result<cuda_graph_replay<Executor, Device>*> replay_of() {
-    const void* key = &Executor::memory::tag;
+  result<cuda_graph_replay<Executor, Device>*> replay_of(int which = 0) {
+    const std::pair<const void*, int> key{&Executor::memory::tag, which};
     for (auto& [k, r] : replays_)
       if (k == key) return static_cast<cuda_graph_replay<Executor, Device>*>(r.get());
     auto made = cuda_graph_replay<Executor, Device>::create(devices_.template get<0>(), graph_options_.branches);
@@ -483,6 +502,70 @@ class session {
     cuda_graph_replay<Executor, Device>* raw = made->get();
     replays_.emplace_back(key, std::move(*made));
     return raw;
+  }
+
+  template <auto Fetches, std::size_t... Fs, class... Feeds, class FeedsOf, class Done>
+  status run_batches_of(std::index_sequence<Fs...>, std::tuple<Feeds...>*, std::size_t n, FeedsOf& feeds_of, Done& done) {
+    static_assert((detail::is_feed<Feeds> && ...), "session::run_batches: feeds_of(i) must return a std::tuple of feed(x, t)");
+    using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
+    static_assert(first_unfed<Plan, Feeds...>() == Graph::size,
+                  "session::run_batches: every input the fetches need must be fed (run() names it)");
+    static_assert(first_fed_twice<Feeds...>() == Graph::size, "session::run_batches: feed each input once");
+    using executor = static_executor<Plan, group, Registry, PlanMemory>;
+    using runner = cuda_graph_replay<executor, Device>;
+    using fetched_type = std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...>;
+    std::unique_lock lock(replay_mutex_);
+    std::array<runner*, 2> runners{};
+    for (int r = 0; r < 2; ++r) {
+      auto found = replay_of<executor>(r);
+      if (!found.ok()) return std::move(found).take_status();
+      runners[static_cast<std::size_t>(r)] = *found;
+    }
+    static constexpr std::array<std::size_t, sizeof...(Fs)> fetch_slots{Plan::fetches[Fs]...};
+    const auto finish = [&](std::size_t i) -> status {
+      runner& r = *runners[i % 2];
+      std::array<tensor, sizeof...(Fs)> out;
+      status st = r.end(std::span<tensor>(out));
+      executor::release_leaves(r.state());
+      if (!st.ok()) return st;
+      fetched_type fetched{typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(std::move(out[Fs]))...};
+      if constexpr (std::is_same_v<decltype(done(i, std::move(fetched))), void>) {
+        done(i, std::move(fetched));
+        return ok_status();
+      } else {
+        return done(i, std::move(fetched));
+      }
+    };
+    status st;
+    std::size_t i = 0;
+    for (; i < n && st.ok(); ++i) {
+      const auto feeds = feeds_of(i);
+      std::array<const tensor*, Graph::num_input_nodes + 1> bound{};
+      std::apply([&](const auto&... f) { (void)((st = bind_feed(f, bound), st.ok()) && ...); }, feeds);
+      if (st.ok()) {
+        const static_environment env{std::span<const tensor* const>(bound), &variables_};
+        graph_replay how = graph_replay::none;
+        st = runners[i % 2]->begin(devices_, env, std::span<const std::size_t>(fetch_slots), how);
+        if (!st.ok()) executor::release_leaves(runners[i % 2]->state());
+      }
+      if (!st.ok()) {
+        st = st.with_context(detail::cat("run_batches: batch ", i).view());
+        break;
+      }
+      if (i > 0) {
+        if (status f = finish(i - 1); !f.ok()) st = f.with_context(detail::cat("run_batches: batch ", i - 1).view());
+      }
+    }
+    // The last batch's results when all went well; else whatever is still in flight, waited for.
+    if (st.ok()) {
+      if (status f = finish(n - 1); !f.ok()) st = f.with_context(detail::cat("run_batches: batch ", n - 1).view());
+    } else {
+      for (runner* r : runners) {
+        r->wait();
+        executor::release_leaves(r->state());
+      }
+    }
+    return st;
   }
 
   std::unique_ptr<state> acquire() {
@@ -510,7 +593,7 @@ class session {
   // A CUDA-graph session's runners (each owns its state), declared last: destroyed first.
   cuda_graph graph_options_;
   std::mutex replay_mutex_;
-  std::vector<std::pair<const void*, std::unique_ptr<detail::replay_base>>> replays_;
+  std::vector<std::pair<std::pair<const void*, int>, std::unique_ptr<detail::replay_base>>> replays_;
 };
 
 template <class Graph, device_policy Device>
