@@ -2,12 +2,15 @@
 // Runtime graphs (graph_defs) on a GPU: a session over the CPU and GPU:0 places unplaced nodes on the
 // GPU (its priority is above the CPU's) and runs them there; the same graph placed alternately on the
 // two devices runs through partitions, _send/_recv and copies both ways; both against the graph on the
-// CPU alone. The errors a user meets: an op with no GPU kernel placed there.
+// CPU alone. The errors a user meets: an op with no GPU kernel placed there. A runtime session on
+// GPU:0 alone run as CUDA graphs, against its plain runs.
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <vector>
 
 #include <typeflow/registry/extern_kernels.hpp>
+#include <typeflow/runtime/cuda_graph.hpp>
 
 #include "../unit/support.hpp"
 #include "gpu_registry.hpp"
@@ -97,4 +100,41 @@ TEST_CASE("a runtime graph that places an op with no GPU kernel on the GPU says 
   const tf::status st = s.ok() ? (*s)->run({}, {"y"}).status() : s.status();
   REQUIRE(!st.ok());
   CHECK_THAT(std::string(st.message()), Contains("node 'y'") && Contains("f64"));
+}
+
+TEST_CASE("a runtime session on GPU:0 replays a CUDA graph per executor, bitwise as its plain runs; a new feed shape captures again") {
+  using gpu_graph = tf::runtime_graph<tf::cuda<0>, tf::test::gpu_registry>;
+  tf::cpu host;
+  tf::cuda<0> gpu;
+  REQUIRE(gpu.available().ok());
+  auto made = gpu_graph::make(parse(cnn_text));
+  REQUIRE(made.ok());
+  const auto graph = std::make_shared<const gpu_graph>(std::move(*made));
+  tf::runtime_session<tf::cuda<0>, tf::test::gpu_registry> plain(graph, gpu);
+  tf::cuda_graph_runtime_session<tf::cuda<0>, tf::test::gpu_registry> replayed(graph, gpu, tf::cuda_graph{});
+  const auto bitwise = [&](const tf::tensor& got, const tf::tensor& want) {
+    const tf::tensor a = tf::test::moved(got, gpu, host), b = tf::test::moved(want, gpu, host);
+    REQUIRE(a.spec() == b.spec());
+    CHECK(std::memcmp(a.data(), b.data(), a.bytes()) == 0);
+  };
+  const tf::graph_replay expected[] = {tf::graph_replay::captured, tf::graph_replay::replayed, tf::graph_replay::replayed,
+                                       tf::graph_replay::none /* updated or reinstantiated */, tf::graph_replay::replayed};
+  std::vector<std::vector<tf::tensor>> kept;
+  for (int run = 0; run < 5; ++run) {
+    const std::int64_t batch = run < 3 ? 3 : 2;
+    const tf::tensor x = tf::test::moved(tf::test::random_tensor<float>(tf::shape{batch, 10, 10, 3}, 40 + run), host, gpu);
+    auto want = plain.run({{"x", x}}, {"y", "s"});
+    tf::run_metadata md;
+    auto got = replayed.run({{"x", x}}, {"y", "s"}, {}, {}, &md);
+    INFO(got.status().to_string());
+    REQUIRE((want.ok() && got.ok()));
+    if (run == 3) CHECK((md.replay == tf::graph_replay::updated || md.replay == tf::graph_replay::reinstantiated));
+    else CHECK(md.replay == expected[run]);
+    bitwise((*got)[0], (*want)[0]);
+    bitwise((*got)[1], (*want)[1]);
+    kept.push_back({(*want)[0], (*got)[0]});
+  }
+  // Each replay's outputs are tensors of their own: a later run does not overwrite them.
+  for (const auto& pair : kept) bitwise(pair[1], pair[0]);
+  CHECK(replayed.num_executors() == 1);
 }

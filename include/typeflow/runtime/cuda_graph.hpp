@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A static session run as a CUDA graph: after one run of its steps on the GPU, the steps are captured
-// once into a CUDA graph, made executable, and each later run is one launch of it.
+// once into a CUDA graph, made executable, and each later run is one launch of it. The same for a
+// runtime session, per executor (runtime_graph_replay, at the end of this file).
 //   #include <typeflow/runtime/cuda_graph.hpp>
 //   tf::cuda<0> gpu;
 //   tf::cuda_graph_session<decltype(g), tf::cuda<0>, registry> s(g, gpu, tf::cuda_graph{});
@@ -54,6 +55,8 @@
 #include <typeflow/device/cuda_branches.hpp>
 #include <typeflow/runtime/branch_plan.hpp>
 #include <typeflow/runtime/run_options.hpp>
+#include <typeflow/runtime/runtime_executor.hpp>
+#include <typeflow/runtime/runtime_session.hpp>
 #include <typeflow/runtime/session.hpp>
 #include <typeflow/runtime/static_steps.hpp>
 
@@ -479,6 +482,177 @@ class cuda_graph_replay final : public detail::replay_base {
   std::vector<pinned_staging> feed_staging_, fetch_staging_;
   std::vector<std::optional<gpu::event>> step_events_, branch_events_;
   int branches_used_ = 0;
+};
+
+// ---- Runtime sessions -----------------------------------------------------------------------------
+
+// A runtime session on GPU policy Device whose runs replay a CUDA graph per executor (per signature),
+// as ONNX Runtime's CUDA graphs: made with runtime_session(graph, gpu, cuda_graph{}).
+template <class Device, class Registry = default_registry>
+using cuda_graph_runtime_session = runtime_session<Device, Registry, true>;
+
+// One runtime executor's runs as a CUDA graph. A run with the feeds' shapes of the capture copies the
+// feeds into the device tensors the capture read (the feeds' staging), launches the graph, and copies
+// the outputs the capture wrote into tensors of their own for the caller; nothing waits on the host
+// (the caller's later work on the GPU is ordered after it, as after a plain run). Another shape, or
+// the first run: the executor runs as usual on the runner's stream (its results are the run's), then
+// runs again under capture, reading the staging; what that run allocates (its arena, intermediates
+// and outputs) is kept by the graph. Nodes run in the executor's sequential order, on one stream.
+template <class Executor, class Device>
+class runtime_graph_replay final : public detail::replay_base {
+  static_assert(detail::is_cuda_policy<Device>,
+                "tf::cuda_graph: a runtime session runs as a CUDA graph on one GPU policy (tf::cuda<N> or "
+                "tf::cuda_spilling<N>)");
+
+ public:
+  static result<std::unique_ptr<runtime_graph_replay>> create(Device& gpu) {
+    if (!gpu.available().ok()) return gpu.available().with_context("tf::cuda_graph");
+    auto made = cuda_branches::create(Device::ordinal_value, 1);
+    if (!made.ok()) return made.status().with_context("tf::cuda_graph");
+    std::unique_ptr<runtime_graph_replay> r(new runtime_graph_replay(std::move(made).value()));
+    for (auto* e : {&r->fork_, &r->join_}) {
+      auto ev = gpu::event::create(Device::ordinal_value);
+      if (!ev.ok()) return ev.status().with_context("tf::cuda_graph");
+      e->emplace(std::move(ev).value());
+    }
+    return r;
+  }
+  runtime_graph_replay(const runtime_graph_replay&) = delete;
+  runtime_graph_replay& operator=(const runtime_graph_replay&) = delete;
+  ~runtime_graph_replay() override { (void)branches_->synchronize(); }
+
+  status run(Device& gpu, const Executor& e, const runtime_step& step, std::vector<tensor>& outputs, graph_replay& how) {
+    how = graph_replay::none;
+    if (exec_ && same_feeds(step)) {
+      if (auto st = replay(gpu, step, outputs); !st.ok()) return st.with_context("tf::cuda_graph");
+      how = graph_replay::replayed;
+      return gpu.after_kernel();  // an op idle time paces each replay
+    }
+    // The run's results, on the runner's stream (which makes cuBLASLt's algorithms, cuDNN's plans and
+    // NVRTC's kernels for it); what it allocates is kept until its work has joined the compute stream.
+    cuda_streams& streams = gpu.streams();
+    {
+      std::vector<tensor> hold;
+      if (auto st = order(streams.compute, *fork_, origin()); !st.ok()) return st.with_context("tf::cuda_graph");
+      status st;
+      {
+        const cuda_branches::scope on(*branches_, 0, false, &hold);
+        st = e.run_sequential(gpu, step, outputs);
+      }
+      if (auto joined = order(origin(), *join_, streams.compute); !joined.ok()) {
+        (void)origin().synchronize();
+        st.update(joined.with_context("tf::cuda_graph"));
+      }
+      if (!st.ok()) return st;
+    }
+    return capture(gpu, e, step, how);
+  }
+
+ private:
+  explicit runtime_graph_replay(std::unique_ptr<cuda_branches> b) : branches_(std::move(b)) {}
+
+  const gpu::stream& origin() const { return branches_->stream(0); }
+  status order(const gpu::stream& from, gpu::event& e, const gpu::stream& to) {
+    if (auto st = e.record(from); !st.ok()) return st;
+    return to.wait(e);
+  }
+
+  bool same_feeds(const runtime_step& step) const {
+    if (step.feeds.size() != staging_.size()) return false;
+    for (std::size_t k = 0; k < staging_.size(); ++k)
+      if (step.feeds[k].spec() != staging_[k].spec()) return false;
+    return true;
+  }
+
+  // Copies feeds into the staging, launches, and copies the graph's outputs into new tensors, all on
+  // the runner's stream between the compute stream's work before and after.
+  status replay(Device& gpu, const runtime_step& step, std::vector<tensor>& outputs) {
+    std::vector<tensor> out(captured_outputs_.size());
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      auto t = gpu.allocate(captured_outputs_[j].dtype(), captured_outputs_[j].shape());
+      if (!t.ok()) return std::move(t).take_status();
+      out[j] = std::move(*t);
+    }
+    cuda_streams& streams = gpu.streams();
+    if (auto st = order(streams.compute, *fork_, origin()); !st.ok()) return st;
+    status st;
+    for (std::size_t k = 0; k < staging_.size() && st.ok(); ++k)
+      st = gpu::copy_async(origin(), staging_[k].data(), step.feeds[k].data(), staging_[k].bytes(),
+                           step.feeds[k].space().host_accessible() ? gpu::copy_kind::host_to_device
+                                                                    : gpu::copy_kind::device_to_device);
+    if (st.ok()) st = exec_->launch(origin());
+    for (std::size_t j = 0; j < out.size() && st.ok(); ++j)
+      st = gpu::copy_async(origin(), out[j].data(), captured_outputs_[j].data(), out[j].bytes(),
+                           gpu::copy_kind::device_to_device);
+    if (auto joined = order(origin(), *join_, streams.compute); !joined.ok()) st.update(joined);
+    if (!st.ok()) {
+      (void)origin().synchronize();
+      return st;
+    }
+    outputs = std::move(out);
+    return ok_status();
+  }
+
+  // Captures a run of the executor reading the staging (the feeds copied there first) and makes or
+  // updates the executable graph.
+  status capture(Device& gpu, const Executor& e, const runtime_step& step, graph_replay& how) {
+    std::vector<tensor> staging;
+    for (const tensor& f : step.feeds) {
+      auto t = gpu.allocate(f.dtype(), f.shape());
+      if (!t.ok()) return std::move(t).take_status().with_context("tf::cuda_graph: the feeds' staging");
+      staging.push_back(std::move(*t));
+    }
+    cuda_streams& streams = gpu.streams();
+    if (auto st = order(streams.compute, *fork_, origin()); !st.ok()) return st.with_context("tf::cuda_graph");
+    for (std::size_t k = 0; k < staging.size(); ++k)
+      if (auto st = gpu::copy_async(origin(), staging[k].data(), step.feeds[k].data(), staging[k].bytes(),
+                                    step.feeds[k].space().host_accessible() ? gpu::copy_kind::host_to_device
+                                                                             : gpu::copy_kind::device_to_device);
+          !st.ok())
+        return st.with_context("tf::cuda_graph");
+    runtime_step captured = step;
+    captured.feeds = std::span<const tensor>(staging);
+    captured.metadata = nullptr;  // the run before it gave this run's step stats
+    std::vector<tensor> hold, outputs;
+    if (auto st = gpu::begin_capture(origin()); !st.ok()) return st.with_context("tf::cuda_graph");
+    status st;
+    {
+      const cuda_branches::scope on(*branches_, 0, true, &hold);
+      st = e.run_sequential(gpu, captured, outputs);
+    }
+    auto graph = gpu::end_capture(origin());
+    if (!st.ok()) return st.with_context("capturing a CUDA graph");
+    if (!graph.ok()) return graph.status().with_context("capturing a CUDA graph");
+    how = graph_replay::captured;
+    if (exec_) {
+      auto updated = exec_->update(*graph);
+      if (!updated.ok()) {
+        exec_.reset();
+        return updated.status().with_context("tf::cuda_graph");
+      }
+      how = *updated ? graph_replay::updated : graph_replay::reinstantiated;
+      if (!*updated) exec_.reset();
+    }
+    if (!exec_) {
+      auto made = gpu::graph_exec::instantiate(*graph);
+      if (!made.ok()) return made.status().with_context("tf::cuda_graph");
+      exec_.emplace(std::move(made).value());
+    }
+    // The graph's memory: the staging, what the captured run allocated (its outputs among it).
+    if (auto st2 = order(origin(), *join_, streams.compute); !st2.ok()) {
+      (void)origin().synchronize();
+      return st2.with_context("tf::cuda_graph");
+    }
+    staging_ = std::move(staging);
+    held_ = std::move(hold);
+    captured_outputs_ = std::move(outputs);
+    return ok_status();
+  }
+
+  std::unique_ptr<cuda_branches> branches_;
+  std::optional<gpu::graph_exec> exec_;
+  std::vector<tensor> staging_, held_, captured_outputs_;
+  std::optional<gpu::event> fork_, join_;
 };
 
 }  // namespace typeflow

@@ -53,7 +53,7 @@
 
 namespace typeflow {
 
-template <class Device, class Registry>
+template <class Device, class Registry, bool Replay>
 class runtime_session;
 
 struct session_options {

@@ -61,6 +61,21 @@ struct node_stats {
   std::size_t output_bytes = 0;
 };
 
+// A session option: run as CUDA graphs on a GPU policy (runtime/cuda_graph.hpp, which a program
+// includes to use it). A static session's independent steps go on up to `branches` streams (1 to
+// 16): the parallel structure of its plan becomes parallel branches of the graph; a runtime
+// session's nodes run in order on one.
+struct cuda_graph {
+  int branches = 4;
+};
+
+namespace detail {
+// What a session keeps of a CUDA-graph runner without knowing its type.
+struct replay_base {
+  virtual ~replay_base() = default;
+};
+}  // namespace detail
+
 // How a run of a static session made with tf::cuda_graph ran (runtime/cuda_graph.hpp):
 //  - captured: it ran its steps on the GPU and captured them into a CUDA graph, made executable;
 //  - updated: the same, after a change of shape or address, and the executable graph took the new

@@ -12,6 +12,10 @@
 //   which run the expensive nodes (the calling thread runs cheap ones as it makes them ready);
 //   0: the sequential executor on the calling thread.
 // - close() cancels the steps in flight and waits for them; runs after it are cancelled.
+// - Replay = true (runtime_session(graph, gpu, cuda_graph{}); runtime/cuda_graph.hpp, which a
+//   program includes to use it): each executor's runs replay a CUDA graph on a GPU policy, captured
+//   after a run with the same feed shapes; run_metadata::replay says how a run ran. A replayed run is
+//   one launch: its deadline and cancellation are checked before it, and it records no step stats.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -38,7 +42,11 @@
 
 namespace typeflow {
 
-template <class Device, class Registry = default_registry>
+// One runtime executor's runs as a CUDA graph (defined in runtime/cuda_graph.hpp).
+template <class Executor, class Device>
+class runtime_graph_replay;
+
+template <class Device, class Registry = default_registry, bool Replay = false>
 class runtime_session {
  public:
   using graph_type = runtime_graph<Device, Registry>;
@@ -57,6 +65,9 @@ class runtime_session {
       else init_ = pool.status();
     }
   }
+  // Runs as CUDA graphs on one GPU policy, one per executor; the nodes in order on one stream.
+  runtime_session(std::shared_ptr<const graph_type> graph, Device& device, const cuda_graph&) requires Replay
+      : runtime_session(std::move(graph), device, 0) {}
   const status& init_status() const noexcept { return init_; }
   ~runtime_session() { close(); }
   runtime_session(const runtime_session&) = delete;
@@ -135,7 +146,25 @@ class runtime_session {
     constexpr bool tracks_steps = requires(Device& d) { d.allocator().reset_step(); };
     if constexpr (tracks_steps)
       if (step.metadata) device_->allocator().reset_step();
-    status st = pool_ ? (*exec)->run_parallel(*device_, *pool_, step, outputs) : (*exec)->run_sequential(*device_, step, outputs);
+    status st;
+    if constexpr (Replay) {
+      // A replay is one launch: its cancellation and deadline are checked before it.
+      if ((options.cancel && options.cancel->is_cancelled()) || cancel_.is_cancelled())
+        return errors::cancelled("the step was cancelled");
+      if (step.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > step.deadline)
+        return errors::deadline_exceeded("the step ran past its timeout");
+      std::lock_guard lock(replay_mutex_);
+      auto r = replay_for(**exec);
+      if (!r.ok()) return r.status();
+      graph_replay how = graph_replay::none;
+      st = (*r)->run(*device_, **exec, step, outputs, how);
+      if (metadata != nullptr) {
+        metadata->replay = how;
+        metadata->graph_branches = how == graph_replay::none ? 0 : 1;
+      }
+    } else {
+      st = pool_ ? (*exec)->run_parallel(*device_, *pool_, step, outputs) : (*exec)->run_sequential(*device_, step, outputs);
+    }
     if constexpr (tracks_steps)
       if (step.metadata) step.metadata->memory = device_->allocator().step_record();
     if (!st.ok()) return st;
@@ -163,6 +192,17 @@ class runtime_session {
     return cache_.emplace(key, std::move(*made)).first->second;  // another thread's, if it won
   }
 
+  // A CUDA-graph session's runner of an executor, made on its first run.
+  result<runtime_graph_replay<executor, Device>*> replay_for(const executor& e) {
+    for (auto& [k, r] : replays_)
+      if (k == &e) return static_cast<runtime_graph_replay<executor, Device>*>(r.get());
+    auto made = runtime_graph_replay<executor, Device>::create(*device_);
+    if (!made.ok()) return made.status();
+    runtime_graph_replay<executor, Device>* raw = made->get();
+    replays_.emplace_back(&e, std::move(*made));
+    return raw;
+  }
+
   std::shared_ptr<const graph_type> graph_;
   Device* device_;
   std::string label_;  // the session in crash reports (runtime/crash_handler.hpp)
@@ -175,6 +215,8 @@ class runtime_session {
   std::mutex flight_mutex_;
   std::condition_variable flight_cv_;
   std::size_t in_flight_ = 0;
+  std::mutex replay_mutex_;
+  std::vector<std::pair<const executor*, std::unique_ptr<detail::replay_base>>> replays_;  // destroyed first
 };
 
 }  // namespace typeflow

@@ -113,19 +113,6 @@ struct parallel {
   int threads = 2;
 };
 
-// A session option: run the plan as a CUDA graph on a GPU policy, its independent steps on up to
-// `branches` streams (1 to 16): the parallel structure of the plan becomes parallel branches of the
-// graph (runtime/cuda_graph.hpp).
-struct cuda_graph {
-  int branches = 4;
-};
-
-namespace detail {
-struct replay_base {
-  virtual ~replay_base() = default;
-};
-}  // namespace detail
-
 // Runs a static executor's plan as a CUDA graph on Device (defined in runtime/cuda_graph.hpp).
 template <class Executor, class Device>
 class cuda_graph_replay;
