@@ -312,7 +312,7 @@ TEST_CASE("a loop over batches overlaps its copies and gives each batch's run() 
   REQUIRE((model::initialize(steps, w).ok() && model::initialize(replayed, w).ok()));
   std::vector<tf::tensor> batches, want;
   for (int i = 0; i < 12; ++i) {
-    // Batch 7 is of another size: both runners capture again for it, inside the loop.
+    // Batch 7 is of another size: its runner captures again for it, and again for batch 9, inside the loop.
     batches.push_back(tf::test::random_tensor<float>(tf::shape{i == 7 ? 5 : 16, 784}, 200 + i, 0.0, 1.0));
     auto r = steps.run(tf::feed(model::x, batches.back()), tf::fetch(model::y));
     REQUIRE(r.ok());

@@ -14,7 +14,9 @@
 //
 // Sharing a GPU between jobs (Antman, seed 001): set_op_idle_time paces the kernels of one policy
 // object (each waited for, then the GPU left idle for a while), and the pool's limit may be raised or
-// lowered between steps (allocator().set_memory_limit; a lowered limit gives free regions back).
+// lowered between steps (allocator().set_memory_limit; a lowered limit gives free regions back with
+// cudaFree, which waits for the GPU: do it between steps, not while another thread captures a CUDA
+// graph on the same GPU).
 //
 // Constructible on any machine: without the GPU, allocate, copies and synchronize answer
 // failed_precondition with the reason, and nothing is launched. Using it links libtypeflow_cuda.
@@ -158,16 +160,19 @@ class basic_cuda {
   // waits after each replay. It may be changed from any thread while sessions run; 0 (the default)
   // turns it off. Nothing waits while a CUDA graph is being captured.
   void set_op_idle_time(std::chrono::nanoseconds idle) noexcept {
-    idle_ns_->store(std::max<std::int64_t>(0, idle.count()), std::memory_order_relaxed);
+    if (idle_ns_) idle_ns_->store(std::max<std::int64_t>(0, idle.count()), std::memory_order_relaxed);
   }
   std::chrono::nanoseconds op_idle_time() const noexcept {
-    return std::chrono::nanoseconds(idle_ns_->load(std::memory_order_relaxed));
+    return std::chrono::nanoseconds(idle_ns_ ? idle_ns_->load(std::memory_order_relaxed) : 0);
   }
-  // What launch() calls after each kernel (runtime/launch.hpp): the pacing above.
-  status after_kernel() {
+  // What launch() calls after each kernel (runtime/launch.hpp): the pacing above, on the stream the
+  // kernel went to.
+  status after_kernel() { return unavailable_.ok() ? pace(streams_->current()) : ok_status(); }
+  // The pacing after work on `s`: with an op idle time, waits for `s`, then for the idle time.
+  status pace(const gpu::stream& s) {
     const std::chrono::nanoseconds idle = op_idle_time();
     if (idle.count() == 0 || !unavailable_.ok() || streams_->capturing()) return ok_status();
-    if (auto s = streams_->current().synchronize(); !s.ok()) return s.with_context(name_);
+    if (auto st = s.synchronize(); !st.ok()) return st.with_context(name_);
     std::this_thread::sleep_for(idle);
     return ok_status();
   }

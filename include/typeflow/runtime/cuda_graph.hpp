@@ -34,6 +34,8 @@
 // the node; such a graph runs without tf::cuda_graph.
 // A graph that assigns variables is a compile error here: an assign gives the variable its value's
 // buffer each run, so the addresses a replay reads would change on every run.
+// session::run_batches calls feeds_of and done while it holds the session's runners: they must not
+// run the same session (that would wait for itself).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -179,6 +181,7 @@ class cuda_graph_replay final : public detail::replay_base {
       }
       if (st.ok() && signature() == signature_) {
         st = exec_->launch(origin());
+        if (st.ok()) st = gpu.pace(origin());  // an op idle time paces each replay (and gives up the overlap)
         how = graph_replay::replayed;
       } else if (st.ok()) {
         fast = false;  // an address changed after all: a whole run, after the copies made so far
@@ -412,10 +415,15 @@ class cuda_graph_replay final : public detail::replay_base {
       const ending end{*this, forked, graph};
       for (int b = 1; b < plan.branches && st.ok(); ++b)
         if (st = order(origin(), *capture_fork_, branches_->stream(b)); st.ok()) forked = b + 1;
-      st.update(capture_steps(g, env, plan, hold));
+      if (st.ok()) st = capture_steps(g, env, plan, hold);
     }
     if (!st.ok()) return st.with_context("capturing a CUDA graph");
     if (!graph->ok()) return graph->status().with_context("capturing a CUDA graph");
+    // What the capture took from the pool may be a block freed by work still queued on the compute
+    // stream: the next replay (run_batches' too, which does not fork from the compute stream) comes
+    // after that work.
+    if (auto ordered = order(g.template get<0>().streams().compute, *fork_, origin()); !ordered.ok())
+      return ordered.with_context("tf::cuda_graph");
     return instantiate(**graph, plan, hold, how);
   }
 
