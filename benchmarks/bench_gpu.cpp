@@ -15,6 +15,8 @@
 //                                                     with the same copies
 //   the same sessions run as CUDA graphs (tf::cuda_graph): one launch a run
 //                                                  vs the static session step by step
+//                                                  vs the shim's calls captured by hand into a CUDA
+//                                                     graph and replayed, with the same copies
 //   a chain of 100 small elementwise ops, unfused, a CUDA graph replayed
 //                                                  vs the same session step by step (µs per node)
 //   a loop of 1000 batches of the MLP (batch 64) fed from the host, as a CUDA graph: run_batches
@@ -29,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -194,6 +197,14 @@ struct direct_mlp {
   const tf::tensor& operator()(const tf::tensor& input) {
     auto& st = g.streams();
     check(gpu::copy_async(st.compute, x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
+    compute();
+    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
+    check(st.compute.synchronize(), "synchronize");
+    return out;
+  }
+  // The layers alone, from x into z, on the compute stream (what direct_graph captures).
+  void compute() {
+    auto& st = g.streams();
     const auto dense = [&](const tf::tensor& a, const tf::tensor& w, const tf::tensor& b, tf::tensor& y, gpu::epilogue post) {
       check(st.matmul({.m = batch, .n = w.dim(1), .k = w.dim(0), .a = a.data(), .b = w.data(), .out = y.data(),
                        .bias = b.data(), .post = post},
@@ -205,9 +216,6 @@ struct direct_mlp {
     dense(h2, w3, b3, z, gpu::epilogue::bias);
     const std::int64_t dims[] = {batch, 10};
     check(gpu::softmax(st.compute, {.x = z.data(), .x_dims = dims, .y = z.data()}), "softmax");
-    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
-    check(st.compute.synchronize(), "synchronize");
-    return out;
   }
 };
 
@@ -254,6 +262,14 @@ struct direct_cnn {
   const tf::tensor& operator()(const tf::tensor& input) {
     auto& st = g.streams();
     check(gpu::copy_async(st.compute, x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
+    compute();
+    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
+    check(st.compute.synchronize(), "synchronize");
+    return out;
+  }
+  // The layers alone, from x into z, on the compute stream (what direct_graph captures).
+  void compute() {
+    auto& st = g.streams();
     for (const gpu::conv2d_params* p : {&conv1, &conv2}) check(st.conv2d(*p, workspace.data(), workspace_bytes, "conv2d"), "conv2d");
     check(gpu::pool2d(st.compute, pool(a2, p2)), "pool");
     check(st.conv2d(conv3, workspace.data(), workspace_bytes, "conv2d"), "conv2d");
@@ -268,9 +284,30 @@ struct direct_cnn {
           "matmul");
     const std::int64_t dims[] = {batch, 10};
     check(gpu::softmax(st.compute, {.x = z.data(), .x_dims = dims, .y = z.data()}), "softmax");
-    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
-    check(st.compute.synchronize(), "synchronize");
-    return out;
+  }
+};
+
+// A hand-written network's layers captured by hand into a CUDA graph (after it has run once, which
+// made cuBLASLt's algorithms and cuDNN's plans), replayed with the same copies in and out.
+template <class Direct>
+struct direct_graph {
+  Direct& d;
+  std::optional<gpu::graph_exec> exec;
+  explicit direct_graph(Direct& direct) : d(direct) {
+    auto& s = d.g.streams().compute;
+    check(s.synchronize(), "synchronize");
+    check(gpu::begin_capture(s), "begin capture");
+    d.compute();
+    gpu::captured_graph graph = value(gpu::end_capture(s), "end capture");
+    exec.emplace(value(gpu::graph_exec::instantiate(graph), "instantiate"));
+  }
+  const tf::tensor& operator()(const tf::tensor& input) {
+    auto& s = d.g.streams().compute;
+    check(gpu::copy_async(s, d.x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
+    check(exec->launch(s), "launch");
+    check(gpu::copy_async(s, d.out.data(), d.z.data(), d.out.bytes(), gpu::copy_kind::device_to_host), "copy out");
+    check(s.synchronize(), "synchronize");
+    return d.out;
   }
 };
 
@@ -319,6 +356,9 @@ void bench_network(tf::bench::harness& h, tf::cpu& host, tf::cuda<0>& g, std::in
   }
   h.compare(std::string(Model::name) + " batch " + std::to_string(batch) + ", static session as a CUDA graph",
             "the static session, step by step", replay, ours);
+  direct_graph<Direct> by_hand(direct);
+  h.compare(std::string(Model::name) + " batch " + std::to_string(batch) + ", CUDA graph vs one by hand",
+            "the shim's calls captured by hand", replay, [&] { tf::bench::keep(by_hand(x)); });
 }
 
 // 100 unfused elementwise ops on 256 floats: launch-bound. Each step alternates tanh and x - a.

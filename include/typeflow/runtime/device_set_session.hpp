@@ -164,7 +164,7 @@ class executor_barrier {
 }  // namespace detail
 
 template <device_policy... Ds, class Registry>
-class runtime_session<devices<Ds...>, Registry> {
+class runtime_session<devices<Ds...>, Registry, false> {
  public:
   using device_set_type = device_set<Ds...>;
 
