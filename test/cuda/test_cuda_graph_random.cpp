@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // 50 random static graphs on GPU:0 (elementwise ops with broadcasting, matmuls, shared operands),
-// each run as a CUDA graph, fused and unfused, against the same session run step by step: bitwise
-// equal on every run, the first captured and the others replayed. The graphs are types made at
+// each run as a CUDA graph against the same session run step by step (half of them fused, half not:
+// each graph costs two sessions' instantiation, about 2 s of compile time): bitwise equal on every
+// run, the first captured and the others replayed. The graphs are types made at
 // compile time from a seed (random_graph<Seed>), so each is a graph a user could have written.
 #include <catch2/catch.hpp>
 
@@ -94,8 +95,7 @@ void check_graph() {
 
 template <std::uint64_t... Seeds>
 void check_graphs(std::integer_sequence<std::uint64_t, Seeds...>) {
-  (check_graph<Seeds + 1, true>(), ...);
-  (check_graph<Seeds + 1, false>(), ...);
+  (check_graph<Seeds + 1, Seeds % 2 == 0>(), ...);
 }
 
 } // namespace
