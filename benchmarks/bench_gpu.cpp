@@ -181,6 +181,18 @@ void bench_products(tf::bench::harness& h, tf::cpu& host, tf::cuda<0>& g) {
 
 // The networks of examples/models.hpp on the GPU: a static session against the same layers called
 // directly through the shim, both with the input copied in and the softmax copied out.
+// A direct network's run: its input copied into d.x, `layers` (from x into z), z's softmax copied
+// out, on the compute stream.
+template <class Direct, class Layers>
+const tf::tensor& with_copies(Direct& d, const tf::tensor& input, Layers&& layers) {
+  auto& s = d.g.streams().compute;
+  check(gpu::copy_async(s, d.x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
+  layers();
+  check(gpu::copy_async(s, d.out.data(), d.z.data(), d.out.bytes(), gpu::copy_kind::device_to_host), "copy out");
+  check(s.synchronize(), "synchronize");
+  return d.out;
+}
+
 struct direct_mlp {
   tf::cuda<0>& g;
   tf::tensor w1, b1, w2, b2, w3, b3, x, h1, h2, z;
@@ -195,12 +207,7 @@ struct direct_mlp {
         z(value(g.allocate(tf::dtype::f32, tf::shape{n, 10}), "allocate")),
         out(value(tf::tensor::allocate(tf::dtype::f32, tf::shape{n, 10}), "allocate")), batch(n) {}
   const tf::tensor& operator()(const tf::tensor& input) {
-    auto& st = g.streams();
-    check(gpu::copy_async(st.compute, x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
-    compute();
-    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
-    check(st.compute.synchronize(), "synchronize");
-    return out;
+    return with_copies(*this, input, [&] { compute(); });
   }
   // The layers alone, from x into z, on the compute stream (what direct_graph captures).
   void compute() {
@@ -260,12 +267,7 @@ struct direct_cnn {
     return {.batch = batch, .channels = in.dim(3), .h = h, .w = w, .x = in.data(), .y = y.data()};
   }
   const tf::tensor& operator()(const tf::tensor& input) {
-    auto& st = g.streams();
-    check(gpu::copy_async(st.compute, x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
-    compute();
-    check(gpu::copy_async(st.compute, out.data(), z.data(), out.bytes(), gpu::copy_kind::device_to_host), "copy out");
-    check(st.compute.synchronize(), "synchronize");
-    return out;
+    return with_copies(*this, input, [&] { compute(); });
   }
   // The layers alone, from x into z, on the compute stream (what direct_graph captures).
   void compute() {
@@ -302,12 +304,7 @@ struct direct_graph {
     exec.emplace(value(gpu::graph_exec::instantiate(graph), "instantiate"));
   }
   const tf::tensor& operator()(const tf::tensor& input) {
-    auto& s = d.g.streams().compute;
-    check(gpu::copy_async(s, d.x.data(), input.data(), input.bytes(), gpu::copy_kind::host_to_device), "copy in");
-    check(exec->launch(s), "launch");
-    check(gpu::copy_async(s, d.out.data(), d.z.data(), d.out.bytes(), gpu::copy_kind::device_to_host), "copy out");
-    check(s.synchronize(), "synchronize");
-    return d.out;
+    return with_copies(d, input, [&] { check(exec->launch(d.g.streams().compute), "launch"); });
   }
 };
 

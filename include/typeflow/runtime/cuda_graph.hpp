@@ -75,6 +75,30 @@ template <int N, class A>
 inline constexpr bool is_cuda_policy<basic_cuda<N, A>> = true;
 }  // namespace detail
 
+namespace detail {
+// Updates `exec` from a new capture where CUDA allows it, else makes it anew; `how` says which
+// (captured when there was none).
+inline status update_or_instantiate(std::optional<gpu::graph_exec>& exec, const gpu::captured_graph& graph,
+                                    graph_replay& how) {
+  how = graph_replay::captured;
+  if (exec) {
+    auto updated = exec->update(graph);
+    if (!updated.ok()) {
+      exec.reset();
+      return updated.status().with_context("tf::cuda_graph");
+    }
+    how = *updated ? graph_replay::updated : graph_replay::reinstantiated;
+    if (!*updated) exec.reset();
+  }
+  if (!exec) {
+    auto made = gpu::graph_exec::instantiate(graph);
+    if (!made.ok()) return made.status().with_context("tf::cuda_graph");
+    exec.emplace(std::move(made).value());
+  }
+  return ok_status();
+}
+}  // namespace detail
+
 template <class Executor, class Device>
 class cuda_graph_replay final : public detail::replay_base {
   static_assert(detail::is_cuda_policy<Device>,
@@ -453,21 +477,7 @@ class cuda_graph_replay final : public detail::replay_base {
 
   // Makes the executable graph from a capture, or updates it.
   status instantiate(gpu::captured_graph& graph, const branch_plan& plan, std::vector<tensor>& hold, graph_replay& how) {
-    how = graph_replay::captured;
-    if (exec_) {
-      auto updated = exec_->update(graph);
-      if (!updated.ok()) {
-        exec_.reset();
-        return updated.status().with_context("tf::cuda_graph");
-      }
-      how = *updated ? graph_replay::updated : graph_replay::reinstantiated;
-      if (!*updated) exec_.reset();
-    }
-    if (!exec_) {
-      auto made = gpu::graph_exec::instantiate(graph);
-      if (!made.ok()) return made.status().with_context("tf::cuda_graph");
-      exec_.emplace(std::move(made).value());
-    }
+    if (auto st = detail::update_or_instantiate(exec_, graph, how); !st.ok()) return st;
     // The memory only the graph uses (what the capture allocated and no slot holds) stays with it.
     scratch_.clear();
     for (tensor& t : hold)
@@ -631,21 +641,7 @@ class runtime_graph_replay final : public detail::replay_base {
     auto graph = gpu::end_capture(origin());
     if (!st.ok()) return st.with_context("capturing a CUDA graph");
     if (!graph.ok()) return graph.status().with_context("capturing a CUDA graph");
-    how = graph_replay::captured;
-    if (exec_) {
-      auto updated = exec_->update(*graph);
-      if (!updated.ok()) {
-        exec_.reset();
-        return updated.status().with_context("tf::cuda_graph");
-      }
-      how = *updated ? graph_replay::updated : graph_replay::reinstantiated;
-      if (!*updated) exec_.reset();
-    }
-    if (!exec_) {
-      auto made = gpu::graph_exec::instantiate(*graph);
-      if (!made.ok()) return made.status().with_context("tf::cuda_graph");
-      exec_.emplace(std::move(made).value());
-    }
+    if (auto st2 = detail::update_or_instantiate(exec_, *graph, how); !st2.ok()) return st2;
     // The graph's memory: the staging, what the captured run allocated (its outputs among it).
     if (auto st2 = order(origin(), *join_, streams.compute); !st2.ok()) {
       (void)origin().synchronize();
