@@ -52,17 +52,17 @@ struct branch_plan {
   bool ordered(std::size_t a, std::size_t b) const {
     if (a >= b) return false;
     std::vector<bool> seen(b + 1, false);
-    std::vector<std::size_t> todo{b};
-    while (!todo.empty()) {
-      const std::size_t k = todo.back();
-      todo.pop_back();
+    std::vector<std::size_t> frontier{b};  // steps to walk back from
+    while (!frontier.empty()) {
+      const std::size_t k = frontier.back();
+      frontier.pop_back();
       if (k == a) return true;
       if (k < a || seen[k]) continue;
       seen[k] = true;
-      for (std::size_t j : waits[k]) todo.push_back(j);
+      for (std::size_t j : waits[k]) frontier.push_back(j);
       for (std::size_t j = k; j-- > a;)
         if (branch[j] == branch[k]) {
-          todo.push_back(j);
+          frontier.push_back(j);
           break;
         }
     }

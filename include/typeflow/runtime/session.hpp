@@ -66,6 +66,10 @@ namespace detail {
 template <class T>
 inline constexpr bool is_feedable = std::is_same_v<T, tensor>;
 template <class T>
+inline constexpr bool is_tuple = false;
+template <class... Ts>
+inline constexpr bool is_tuple<std::tuple<Ts...>> = true;
+template <class T>
 inline constexpr bool is_feedable<typed_tensor<T>> = true;
 }  // namespace detail
 
@@ -238,6 +242,9 @@ class session {
     if (!init_.ok()) return init_;
     if (n == 0) return ok_status();
     using feeds_type = std::remove_cvref_t<decltype(feeds_of(std::size_t{0}))>;
+    static_assert(detail::is_tuple<feeds_type>,
+                  "session::run_batches: feeds_of(i) must return a std::tuple of feed(x, t): "
+                  "[&](std::size_t i) { return std::tuple(tf::feed(x, batches[i])); }");
     return run_batches_of<fetch_positions<Fetches...>()>(std::make_index_sequence<sizeof...(Fetches)>{},
                                                          static_cast<feeds_type*>(nullptr), n, feeds_of, done);
   }
@@ -379,6 +386,27 @@ class session {
     return Graph::size;
   }
 
+  // Compile errors naming an input that Plan needs and Args do not feed, or that they feed twice.
+  template <class Plan, class... Args>
+  static constexpr void check_feeds() {
+    constexpr std::size_t unfed = first_unfed<Plan, Args...>();
+    static_assert(unfed == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = first_unfed<Plan, Args...>();
+                    if constexpr (u == Graph::size) return detail::text();
+                    else
+                      return detail::cat("session::run: input '", Graph::names[u],
+                                         "' is needed by the fetches but not fed: add feed(", Graph::names[u], ", value)");
+                  }>::value>::value,
+                  "session::run: every input the fetches need must be fed");
+    constexpr std::size_t twice = first_fed_twice<Args...>();
+    static_assert(twice == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = first_fed_twice<Args...>();
+                    if constexpr (u == Graph::size) return detail::text();
+                    else return detail::cat("session::run: input '", Graph::names[u], "' is fed twice");
+                  }>::value>::value,
+                  "session::run: feed each input once");
+  }
+
   template <class Arg>
   static status bind_feed(const Arg& arg, std::array<const tensor*, Graph::num_input_nodes + 1>& feeds) {
     if constexpr (detail::is_feed<Arg>) {
@@ -424,23 +452,7 @@ class session {
   auto run_fetches(std::index_sequence<Fs...>, run_metadata* metadata, const Args&... args)
       -> result<std::tuple<typed_tensor<element_t<Graph::specs[Fetches[Fs]].type>>...>> {
     using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
-    constexpr std::size_t unfed = first_unfed<Plan, Args...>();
-    static_assert(unfed == Graph::size || compile_error<detail::text_constant<[] {
-                    constexpr std::size_t u = first_unfed<Plan, Args...>();
-                    if constexpr (u == Graph::size) return detail::text();
-                    else
-                      return detail::cat("session::run: input '", Graph::names[u],
-                                         "' is needed by the fetches but not fed: add feed(", Graph::names[u], ", value)");
-                  }>::value>::value,
-                  "session::run: every input the fetches need must be fed");
-    constexpr std::size_t twice = first_fed_twice<Args...>();
-    static_assert(twice == Graph::size || compile_error<detail::text_constant<[] {
-                    constexpr std::size_t u = first_fed_twice<Args...>();
-                    if constexpr (u == Graph::size) return detail::text();
-                    else return detail::cat("session::run: input '", Graph::names[u], "' is fed twice");
-                  }>::value>::value,
-                  "session::run: feed each input once");
-
+    check_feeds<Plan, Args...>();
     if (!init_.ok()) return init_;
     std::array<const tensor*, Graph::num_input_nodes + 1> feeds{};
     status st;
@@ -495,9 +507,7 @@ class session {
   status run_batches_of(std::index_sequence<Fs...>, std::tuple<Feeds...>*, std::size_t n, FeedsOf& feeds_of, Done& done) {
     static_assert((detail::is_feed<Feeds> && ...), "session::run_batches: feeds_of(i) must return a std::tuple of feed(x, t)");
     using Plan = static_plan<Graph, Fuse, Fetches[Fs]...>;
-    static_assert(first_unfed<Plan, Feeds...>() == Graph::size,
-                  "session::run_batches: every input the fetches need must be fed (run() names it)");
-    static_assert(first_fed_twice<Feeds...>() == Graph::size, "session::run_batches: feed each input once");
+    check_feeds<Plan, Feeds...>();
     using executor = static_executor<Plan, group, Registry, PlanMemory>;
     using runner = cuda_graph_replay<executor, Device>;
     using fetched_type = std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...>;
