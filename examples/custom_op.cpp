@@ -32,7 +32,9 @@ struct swish {
   friend constexpr bool operator==(const swish&, const swish&) = default;
 };
 
-// One Eigen expression, so it runs vectorised on cpu and split over threads on thread_pool.
+// One Eigen expression, evaluated by tf::parallel_assign: vectorised on cpu, and on thread_pool the
+// same evaluation split over the pool's threads (no second instantiation of Eigen's executor, and no
+// heap allocation).
 template <class Op, class Device, class T>
 struct swish_kernel {
   using op_type = Op;
@@ -43,7 +45,7 @@ struct swish_kernel {
   static tf::status compute(const Op& op, tf::kernel_context<Device>& ctx) {
     auto x = ctx.inputs[0].template unchecked_flat<const T>();
     auto y = ctx.outputs[0].template unchecked_flat<T>();
-    y.device(ctx.device.eigen()) = x * (x * T(op.beta)).sigmoid();
+    tf::parallel_assign(ctx.device, y, x * (x * T(op.beta)).sigmoid());
     return tf::ok_status();
   }
 };

@@ -18,6 +18,7 @@
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/device_group.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/graph/attr_value.hpp>
 #include <typeflow/graph/expr.hpp>

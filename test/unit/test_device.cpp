@@ -11,11 +11,13 @@
 #include <typeflow/memory/heap_allocator.hpp>
 #include <typeflow/memory/tracking_allocator.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -488,4 +490,52 @@ y = add(e, n)
     REQUIRE(s.run({{"x", tf::test::random_tensor<float>(tf::shape{4, 8}, 3)}}, {"y"}, {}, {}, &untraced).ok());
     CHECK(!untraced.memory.has_value());
   }
+}
+
+TEST_CASE("thread_pool's parallel_for covers every index once, on the pool's threads when worth it", "[device][threads]") {
+  tf::thread_pool pool(3);
+  for (const std::int64_t n : {0, 1, 2, 7, 64, 1000, 100003}) {
+    for (const double cost : {0.0, 1.0, 1e4, 1e7}) {
+      INFO("n " << n << ", cost " << cost);
+      std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+      std::mutex m;
+      std::vector<std::thread::id> threads;
+      pool.parallel_for(n, cost, [&](std::int64_t first, std::int64_t last) {
+        REQUIRE(0 <= first);
+        REQUIRE(first < last);
+        REQUIRE(last <= n);
+        for (std::int64_t i = first; i < last; ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
+        std::lock_guard lock(m);
+        threads.push_back(std::this_thread::get_id());
+      });
+      for (const auto& s : seen) REQUIRE(s.load() == 1);
+      // Eigen's cost model: 100,000 cycles before a second thread is worth starting.
+      const int expected = tf::detail::parallel_threads(n, cost, 3);
+      if (static_cast<double>(n) * cost < 1.5e5) CHECK(expected == 1);
+      if (n >= 3 && static_cast<double>(n) * cost > 1e6) CHECK(expected == 3);
+      if (expected == 1) CHECK(std::all_of(threads.begin(), threads.end(), [](auto id) { return id == std::this_thread::get_id(); }));
+    }
+  }
+}
+
+TEST_CASE("thread_pool's parallel_for from one of its own threads runs there, and passes exceptions on", "[device][threads]") {
+  tf::thread_pool pool(2);
+  // A kernel run by a task of the same pool: splitting would wait on tasks queued behind itself.
+  std::atomic<std::int64_t> sum{0};
+  Eigen::Barrier done(2);
+  for (int t = 0; t < 2; ++t)
+    pool.pool().Schedule([&] {
+      pool.parallel_for(1000, 1e6, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t i = first; i < last; ++i) sum.fetch_add(i);
+      });
+      done.Notify();
+    });
+  done.Wait();
+  CHECK(sum.load() == 2 * 999 * 1000 / 2);
+  // An exception from any block reaches the caller once every thread has left the call.
+  CHECK_THROWS_WITH(pool.parallel_for(64, 1e6,
+                                      [&](std::int64_t first, std::int64_t) {
+                                        if (first > 0) throw std::runtime_error("block failed");
+                                      }),
+                    "block failed");
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // basic_thread_pool<Allocator>: kernels split their work over an Eigen::ThreadPool (the pool
-// TensorFlow uses for intra-op parallelism) through Eigen's ThreadPoolDevice, whose temporary memory
-// (GEMM packing blocks) comes from the threads' scratch caches (device/scratch.hpp); tensors come
+// TensorFlow uses for intra-op parallelism) with parallel_for (device/parallel_for.hpp, no heap
+// allocation), most of them running the cpu kernel's own Eigen evaluation block by block
+// (device/parallel_assign.hpp); reductions and layout changes go through Eigen's ThreadPoolDevice,
+// whose temporary memory comes from the threads' scratch caches (device/scratch.hpp). Tensors come
 // from Allocator. thread_pool = basic_thread_pool<heap_allocator>.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/device.hpp>
 #include <typeflow/device/host_copies.hpp>
+#include <typeflow/device/parallel_for.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/memory/device_memory.hpp>
 #include <typeflow/memory/heap_allocator.hpp>
@@ -71,15 +74,12 @@ class basic_thread_pool : public host_copies {
 
   result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name(), space()); }
 
-  // Runs f(first, last) over blocks of [0, n), in parallel when the work is worth it.
-  // cost_per_unit is the cost of one index in cycles; Eigen sizes the blocks from it.
+  // Runs f(first, last) over blocks of [0, n), on the calling thread and as many of the pool's as
+  // the work is worth (Eigen's cost model), taking nothing from the heap. cost_per_unit is the cost
+  // of one index in cycles. From one of the pool's own threads it runs on that thread.
   template <class F>
   void parallel_for(std::int64_t n, double cost_per_unit, F&& f) const {
-    if (n <= 0) return;
-    eigen_->parallelFor(static_cast<Eigen::Index>(n), Eigen::TensorOpCost(0, 0, cost_per_unit),
-                        [&f](Eigen::Index first, Eigen::Index last) {
-                          f(static_cast<std::int64_t>(first), static_cast<std::int64_t>(last));
-                        });
+    detail::parallel_for(*pool_, threads_, n, cost_per_unit, f);
   }
 
  private:

@@ -19,6 +19,7 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/detail/format.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/kernels/cpu/detail/broadcast.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -402,7 +403,7 @@ struct pad_kernel {
     const S value = std::bit_cast<S>(ops::detail::convert_value<T>(op.value));
     if (x.num_elements() == 0) {
       mv::map<S, 1> out(y.unchecked_data<S>(), y.num_elements());
-      out.device(ctx.device.eigen()) = out.constant(value);
+      parallel_assign(ctx.device, out, out.constant(value));
       return ok_status();
     }
     // c.a: before, c.b: after, per collapsed dimension.
@@ -574,7 +575,7 @@ struct fill_kernel {
     tensor& y = ctx.outputs[0];
     if (y.num_elements() == 0) return ok_status();
     mv::map<S, 1> out(y.unchecked_data<S>(), y.num_elements());
-    out.device(ctx.device.eigen()) = out.constant(std::bit_cast<S>(ops::detail::convert_value<T>(op.value)));
+    parallel_assign(ctx.device, out, out.constant(std::bit_cast<S>(ops::detail::convert_value<T>(op.value))));
     return ok_status();
   }
 };
@@ -599,9 +600,9 @@ struct where_kernel {
     T* out = y.unchecked_data<T>();
     if (l.is_dense(0) && l.is_dense(1) && l.is_dense(2)) {
       const Eigen::Index n = y.num_elements();
-      eigen_assign(ctx.device.eigen(), eigen_tensor_map<T, 1>(out, n),
-                   eigen_const_tensor_map<bool, 1>(c, n).select(eigen_const_tensor_map<T, 1>(a, n),
-                                                                eigen_const_tensor_map<T, 1>(b, n)));
+      parallel_assign(ctx.device, eigen_tensor_map<T, 1>(out, n),
+                      eigen_const_tensor_map<bool, 1>(c, n).select(eigen_const_tensor_map<T, 1>(a, n),
+                                                                   eigen_const_tensor_map<T, 1>(b, n)));
       return ok_status();
     }
     ctx.device.parallel_for(l.num_elements(), 6.0, [&](std::int64_t first, std::int64_t last) {

@@ -21,8 +21,8 @@
 
 #include <typeflow/core/detail/dependent_false.hpp>
 #include <typeflow/core/detail/eigen.hpp>
-#include <typeflow/device/scratch.hpp>
 #include <typeflow/device/cpu.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/detail/broadcast.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
@@ -149,10 +149,10 @@ struct eigen_binary_kernel {
       return ok_status();
     }
     switch (l.rank) {
-      case 1: assign_flat(ctx.device.eigen(), l, a, b, out); break;
+      case 1: assign_flat(ctx.device, l, a, b, out); break;
       case 2:
       case 3:
-      case 4: assign_broadcast<4>(ctx.device.eigen(), l, a, b, out); break;
+      case 4: assign_broadcast<4>(ctx.device, l, a, b, out); break;
       default: assign_strided(ctx.device, l, a, b, out); break;
     }
     return ok_status();
@@ -204,30 +204,28 @@ struct eigen_binary_kernel {
   }
 
   // [n] op [n], [1] op [n] or [n] op [1] -> [n]; a single value becomes an Eigen constant.
-  template <class EigenDevice>
-  static void assign_flat(const EigenDevice& device, const layout& l, const T* a, const T* b, output_type* out) {
+  static void assign_flat(const Device& device, const layout& l, const T* a, const T* b, output_type* out) {
     const Eigen::Index n = l.out_dims[0];
     eigen_tensor_map<output_type, 1> y(out, n);
     if (l.is_dense(0) && l.is_dense(1)) {
-      y.device(device) = eigen_const_tensor_map<T, 1>(a, n).binaryExpr(eigen_const_tensor_map<T, 1>(b, n), functor());
+      parallel_assign(device, y, eigen_const_tensor_map<T, 1>(a, n).binaryExpr(eigen_const_tensor_map<T, 1>(b, n), functor()));
     } else if (l.is_single(0)) {
       const eigen_const_tensor_map<T, 1> z(b, n);
-      y.device(device) = z.constant(*a).binaryExpr(z, functor());
+      parallel_assign(device, y, z.constant(*a).binaryExpr(z, functor()));
     } else {
       const eigen_const_tensor_map<T, 1> x(a, n);
-      y.device(device) = x.binaryExpr(x.constant(*b), functor());
+      parallel_assign(device, y, x.binaryExpr(x.constant(*b), functor()));
     }
   }
 
   // Both inputs as rank-Rank maps of their collapsed dims (padded with leading 1s), broadcast
   // to the output's.
-  template <int Rank, class EigenDevice>
-  static void assign_broadcast(const EigenDevice& device, const layout& l, const T* a, const T* b,
-                               output_type* out) {
+  template <int Rank>
+  static void assign_broadcast(const Device& device, const layout& l, const T* a, const T* b, output_type* out) {
     const eigen_const_tensor_map<T, Rank> x(a, l.eigen_in_dims<Rank>(0));
     const eigen_const_tensor_map<T, Rank> z(b, l.eigen_in_dims<Rank>(1));
     eigen_tensor_map<output_type, Rank> y(out, l.eigen_out_dims<Rank>());
-    eigen_assign(device, y, x.broadcast(l.eigen_factors<Rank>(0)).binaryExpr(z.broadcast(l.eigen_factors<Rank>(1)), functor()));
+    parallel_assign(device, y, x.broadcast(l.eigen_factors<Rank>(0)).binaryExpr(z.broadcast(l.eigen_factors<Rank>(1)), functor()));
   }
 
   // Collapsed ranks 5 to 8: the scalar functor over strided reads.

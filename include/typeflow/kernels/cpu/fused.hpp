@@ -14,7 +14,7 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/cpu.hpp>
-#include <typeflow/device/scratch.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/cpu/binary.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
@@ -120,7 +120,7 @@ struct fused_elementwise_kernel {
         outer,
         inner};
     eigen_tensor_map<T, Rank> out = maps.out;
-    eigen_assign(ctx.device.eigen(), out, detail::fused_eval<T, tree>::make(maps));
+    parallel_assign(ctx.device, out, detail::fused_eval<T, tree>::make(maps));
     return ok_status();
   }
 };

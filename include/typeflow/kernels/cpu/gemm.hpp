@@ -6,19 +6,25 @@
 // are the elements from one row to the next. It returns false when the library it wraps refused the
 // call (the kernel turns that into a status naming the backend, `name`). The kernels split their
 // work over the policy's threads and call the backend once per block, so a backend never starts
-// threads of its own: one thread budget, the policy's. `threads_itself` says that the kernel may
-// instead hand a whole product to the policy's Eigen device (Eigen's own parallel contraction).
+// threads of its own: one thread budget, the policy's. `threads_itself` (Eigen's) says that on a
+// policy of one thread the kernel may hand the whole product, a's batches stacked, to one Eigen
+// contraction of its own.
 //
 // eigen_gemm is the default: Eigen's tensor contraction on the calling thread with its packing
-// blocks from the thread's scratch cache (no heap allocation in a step), or, for strided operands
-// (a block of columns of a transposed matrix), Eigen's matrix product on strided maps. Both run the
-// same GEBP kernel (measured equal on this project's shapes). oneDNN's sgemm is the optional
-// backend of kernels/onednn/.
+// blocks from the thread's scratch cache (no heap allocation in a step). An operand that is a block
+// of a wider matrix (a block of columns, or of rows of a transposed matrix: how the kernels split a
+// product over threads when it has few rows) is first copied into rows of its own length, from the
+// scratch cache too, and so is the output: the copies cost O(rows x columns) against the product's
+// O(rows x columns x depth). Eigen's matrix product on strided maps, which needs no copy, takes its
+// blocking buffers from the heap on every call, and is a second GEBP instantiation per dtype.
+// oneDNN's sgemm is the optional backend of kernels/onednn/.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include <typeflow/core/detail/eigen.hpp>
@@ -35,27 +41,32 @@ struct eigen_gemm {
                   std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
     const std::int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const std::int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    if (lda == a_cols && ldb == b_cols && ldc == n) {
-      using const_map = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
-      using map = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
-      const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
-          Eigen::IndexPair<Eigen::Index>(trans_a ? 0 : 1, trans_b ? 1 : 0)};
-      map out(c, m, n);
-      eigen_assign(eigen_scratch_device{}, out, const_map(a, a_rows, a_cols).contract(const_map(b, b_rows, b_cols), dims));
-      return true;
-    }
-    using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using const_map = Eigen::Map<const matrix, Eigen::Unaligned, Eigen::OuterStride<>>;
-    const const_map am(a, a_rows, a_cols, Eigen::OuterStride<>(lda));
-    const const_map bm(b, b_rows, b_cols, Eigen::OuterStride<>(ldb));
-    Eigen::Map<matrix, Eigen::Unaligned, Eigen::OuterStride<>> cm(c, m, n, Eigen::OuterStride<>(ldc));
-    auto times = [&](const auto& lhs) {
-      if (trans_b) cm.noalias() = lhs * bm.transpose();
-      else cm.noalias() = lhs * bm;
-    };
-    if (trans_a) times(am.transpose());
-    else times(am);
+    std::optional<scratch_buffer<T>> a_rows_copy, b_rows_copy, c_rows;
+    if (lda != a_cols) a = packed(a, a_rows, a_cols, lda, a_rows_copy);
+    if (ldb != b_cols) b = packed(b, b_rows, b_cols, ldb, b_rows_copy);
+    T* out = c;
+    if (ldc != n) out = c_rows.emplace(static_cast<std::size_t>(m * n)).data();
+
+    using const_map = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
+    using map = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
+    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
+        Eigen::IndexPair<Eigen::Index>(trans_a ? 0 : 1, trans_b ? 1 : 0)};
+    map result(out, m, n);
+    eigen_assign(eigen_scratch_device{}, result, const_map(a, a_rows, a_cols).contract(const_map(b, b_rows, b_cols), dims));
+
+    if (ldc != n)
+      for (std::int64_t i = 0; i < m; ++i) std::copy_n(out + i * n, n, c + i * ldc);
     return true;
+  }
+
+ private:
+  // The rows x cols block at p (rows ld apart) copied into `copy`, rows next to each other.
+  template <class T>
+  static const T* packed(const T* p, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                         std::optional<scratch_buffer<T>>& copy) {
+    T* dense = copy.emplace(static_cast<std::size_t>(rows * cols)).data();
+    for (std::int64_t i = 0; i < rows; ++i) std::copy_n(p + i * ld, cols, dense + i * cols);
+    return dense;
   }
 };
 

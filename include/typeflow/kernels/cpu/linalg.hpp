@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU kernel for matmul on a GEMM backend (kernels/cpu/gemm.hpp). With Eigen, two matrices, or a
-// batch of a against one matrix b, are one Eigen tensor contraction on the policy's Eigen device,
-// written as a user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds it
-// to >= 0.95x of that call). Otherwise, and for broadcast batches, the output is cut into blocks of
-// rows (of every batch), or of columns when there are too few rows for the policy's threads, and
-// each block is one GEMM of the backend on one of the policy's threads.
+// CPU kernel for matmul on a GEMM backend (kernels/cpu/gemm.hpp). With Eigen on one thread, two
+// matrices, or a batch of a against one matrix b, are one Eigen tensor contraction, written as a
+// user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds it to >= 0.95x
+// of that call). Otherwise (several threads, another backend, broadcast batches) the output is cut
+// into blocks of rows (of every batch), or of columns when there are too few rows for the policy's
+// threads, and each block is one GEMM of the backend on one of the policy's threads: the split is
+// the policy's parallel_for, which takes nothing from the heap, where Eigen's parallel contraction
+// allocates its task closures and contexts on every call (and is instantiated again for every dtype).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -96,8 +98,8 @@ struct basic_matmul_kernel {
     const bool one_a_matrix = a.num_elements() == a.dim(ra - 2) * a.dim(ra - 1);
     const bool one_b_matrix = b.num_elements() == b.dim(rb - 2) * b.dim(rb - 1);
     if constexpr (Gemm::threads_itself) {
-      if (one_b_matrix && (!op.transpose_a || one_a_matrix)) {
-        contract(op, ctx.device, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
+      if (ctx.device.num_threads() == 1 && one_b_matrix && (!op.transpose_a || one_a_matrix)) {
+        contract(op, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
                  b.unchecked_data<const T>(), b.dim(rb - 2), b.dim(rb - 1), c.unchecked_data<T>(),
                  c.num_elements() / n, n);
         return ok_status();
@@ -110,9 +112,10 @@ struct basic_matmul_kernel {
   }
 
  private:
-  // [a_rows, a_cols] x [b_rows, b_cols] -> [c_rows, c_cols], the transposes chosen by which
-  // dimensions are contracted. The maps are aligned: a, b and c start their tensors' buffers.
-  static void contract(const Op& op, Device& device, const T* a, std::int64_t a_rows, std::int64_t a_cols,
+  // [a_rows, a_cols] x [b_rows, b_cols] -> [c_rows, c_cols] on the calling thread, the transposes
+  // chosen by which dimensions are contracted. The maps are aligned: a, b and c start their tensors'
+  // buffers.
+  static void contract(const Op& op, const T* a, std::int64_t a_rows, std::int64_t a_cols,
                        const T* b, std::int64_t b_rows, std::int64_t b_cols, T* c, std::int64_t c_rows,
                        std::int64_t c_cols) {
     const eigen_const_tensor_map<T, 2> am(a, a_rows, a_cols);
@@ -120,7 +123,7 @@ struct basic_matmul_kernel {
     eigen_tensor_map<T, 2> cm(c, c_rows, c_cols);
     const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
         Eigen::IndexPair<Eigen::Index>(op.transpose_a ? 0 : 1, op.transpose_b ? 1 : 0)};
-    eigen_assign(device.eigen_with_scratch(), cm, am.contract(bm, dims));  // packing blocks from the scratch cache
+    eigen_assign(eigen_scratch_device{}, cm, am.contract(bm, dims));  // packing blocks from the scratch cache
   }
 
   // c[batch][rows] = a[batch'][rows] x b[batch''] for every output batch, with batch' and batch''
@@ -172,10 +175,13 @@ struct basic_matmul_kernel {
       });
       return !failed;
     }
-    // Cycles per output row, counting a multiply-add as one.
-    const double row_cost = static_cast<double>(k) * static_cast<double>(n);
-    device.parallel_for(rows, row_cost, [&](std::int64_t first, std::int64_t last) {
-      for (std::int64_t r = first; r < last;) {
+    // One range of rows a thread: every block packs b again, so there are no more blocks than threads.
+    // Cycles per range, counting a multiply-add as one.
+    const std::int64_t parts = std::clamp<std::int64_t>(rows / min_rows_per_thread, 1, threads);
+    const double part_cost = static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(rows / parts);
+    device.parallel_for(parts, part_cost, [&](std::int64_t first_part, std::int64_t last_part) {
+      const std::int64_t last = rows * last_part / parts;
+      for (std::int64_t r = rows * first_part / parts; r < last;) {
         const std::int64_t batch = r / m;
         const std::int64_t r0 = r % m;
         const std::int64_t count = std::min(m - r0, last - r);

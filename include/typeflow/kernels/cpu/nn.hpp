@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -35,9 +36,9 @@ struct eigen_bias_add_kernel {
     const std::size_t channel_axis = x.rank() - 1;
     const Eigen::array<Eigen::Index, 2> one_by_channels{1, bias.dim(0)};
     const Eigen::array<Eigen::Index, 2> rows_by_one{x.num_elements() / bias.dim(0), 1};
-    eigen_assign(ctx.device.eigen(), y.unchecked_flat_outer<T>(channel_axis),
-                 x.unchecked_flat_outer<const T>(channel_axis) +
-                     bias.unchecked_eigen<const T, 1>().reshape(one_by_channels).broadcast(rows_by_one));
+    parallel_assign(ctx.device, y.unchecked_flat_outer<T>(channel_axis),
+                    x.unchecked_flat_outer<const T>(channel_axis) +
+                        bias.unchecked_eigen<const T, 1>().reshape(one_by_channels).broadcast(rows_by_one));
     return ok_status();
   }
 };
@@ -69,9 +70,10 @@ struct eigen_batch_norm_kernel {
     const std::size_t channel_axis = x.rank() - 1;
     const Eigen::array<Eigen::Index, 2> one_by_channels{1, channels};
     const Eigen::array<Eigen::Index, 2> rows_by_one{x.num_elements() / channels, 1};
-    y.unchecked_flat_outer<T>(channel_axis).device(ctx.device.eigen()) =
-        x.unchecked_flat_outer<const T>(channel_axis) * folded_scale.reshape(one_by_channels).broadcast(rows_by_one) +
-        folded_offset.reshape(one_by_channels).broadcast(rows_by_one);
+    parallel_assign(ctx.device, y.unchecked_flat_outer<T>(channel_axis),
+                    x.unchecked_flat_outer<const T>(channel_axis) *
+                            folded_scale.reshape(one_by_channels).broadcast(rows_by_one) +
+                        folded_offset.reshape(one_by_channels).broadcast(rows_by_one));
     return ok_status();
   }
 };

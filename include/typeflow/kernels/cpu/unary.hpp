@@ -12,6 +12,7 @@
 #include <typeflow/core/detail/dependent_false.hpp>
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/cpu.hpp>
+#include <typeflow/device/parallel_assign.hpp>
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/unary.hpp>
@@ -90,10 +91,10 @@ struct eigen_unary_kernel {
     auto x = ctx.inputs[0].template unchecked_flat<const T>();
     auto y = ctx.outputs[0].template unchecked_flat<T>();
     if constexpr (std::is_same_v<Op, ops::gelu>) {
-      if (op.approximate) y.device(ctx.device.eigen()) = detail::gelu_expression<true, T>(x);
-      else y.device(ctx.device.eigen()) = detail::gelu_expression<false, T>(x);
+      if (op.approximate) parallel_assign(ctx.device, y, detail::gelu_expression<true, T>(x));
+      else parallel_assign(ctx.device, y, detail::gelu_expression<false, T>(x));
     } else {
-      y.device(ctx.device.eigen()) = detail::unary_expression<Op, T>(op, x);
+      parallel_assign(ctx.device, y, detail::unary_expression<Op, T>(op, x));
     }
     return ok_status();
   }
@@ -128,15 +129,15 @@ struct eigen_cast_kernel {
       using To = typename decltype(to)::type;
       auto y = ctx.outputs[0].template unchecked_flat<To>();
       if constexpr (std::is_same_v<To, bool>) {
-        y.device(ctx.device.eigen()) = x != x.constant(From(0));
+        parallel_assign(ctx.device, y, x != x.constant(From(0)));
       } else if constexpr (std::is_same_v<From, To>) {
-        y.device(ctx.device.eigen()) = x;
+        parallel_assign(ctx.device, y, x);
       } else if constexpr (std::is_same_v<From, bool>) {
-        y.device(ctx.device.eigen()) = x.template cast<std::uint8_t>().template cast<To>();
+        parallel_assign(ctx.device, y, x.template cast<std::uint8_t>().template cast<To>());
       } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-        y.device(ctx.device.eigen()) = x.unaryExpr(saturating_float_cast<From, To>{});
+        parallel_assign(ctx.device, y, x.unaryExpr(saturating_float_cast<From, To>{}));
       } else {
-        y.device(ctx.device.eigen()) = x.template cast<To>();
+        parallel_assign(ctx.device, y, x.template cast<To>());
       }
     });
     return ok_status();

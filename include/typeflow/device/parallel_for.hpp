@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// parallel_for(pool, max_threads, n, cost_per_unit, f): f(first, last) over blocks of [0, n), on
+// the calling thread and up to max_threads - 1 threads of an Eigen::ThreadPool, taking nothing from
+// the heap. This is thread_pool's parallel_for, which the host kernels split their work with.
+//
+// Eigen's ThreadPoolDevice::parallelFor, which it replaces, wraps every block it schedules in a
+// std::function whose closure is larger than std::function's inline buffer: a heap allocation a
+// block, dozens a step of a model. Here each helper's task captures one pointer (it
+// fits the buffer), the helpers take blocks from a shared counter (a helper that starts late, or a
+// thread that other work slows, leaves its blocks to the others), and the caller works too.
+//
+// How many threads: Eigen's cost model (TensorCostModel: 100,000 cycles to start, 100,000 a
+// thread), so that the split is the one Eigen's device made. Called from a thread of the same pool
+// (a kernel run by a task of this pool), the work runs on the caller: waiting there for tasks queued
+// behind it could wait forever.
+//   detail::parallel_for(pool, 4, rows, row_cycles, [&](std::int64_t first, std::int64_t last) { ... });
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <type_traits>
+
+#include <typeflow/core/detail/eigen.hpp>
+
+namespace typeflow::detail {
+
+// Cycles below which one thread does the whole, and cycles each further thread must have to do
+// (Eigen's kStartupCycles and kPerThreadCycles).
+inline constexpr double parallel_startup_cycles = 100000;
+inline constexpr double parallel_cycles_per_thread = 100000;
+// Blocks a thread: enough for the fast threads to take over from a slow one.
+inline constexpr std::int64_t parallel_blocks_per_thread = 4;
+
+// The threads, 1 to max_threads, that n units of cost_per_unit cycles are worth.
+inline int parallel_threads(std::int64_t n, double cost_per_unit, int max_threads) {
+  const double total = static_cast<double>(n) * std::max(cost_per_unit, 0.0);
+  const double worth = (total - parallel_startup_cycles) / parallel_cycles_per_thread + 0.9;
+  const double most = static_cast<double>(std::max<std::int64_t>(std::min<std::int64_t>(max_threads, n), 1));
+  return static_cast<int>(std::clamp(worth, 1.0, most));
+}
+
+// The shared state of one call: the next block to take, and the helpers still to finish.
+template <class F>
+class parallel_blocks {
+ public:
+  parallel_blocks(std::int64_t n, std::int64_t block, unsigned helpers, F& f)
+      : n_(n), block_(block), blocks_((n + block - 1) / block), f_(f), done_(helpers) {}
+
+  // Takes blocks until none is left.
+  void work() {
+    for (std::int64_t b = next_.fetch_add(1, std::memory_order_relaxed); b < blocks_;
+         b = next_.fetch_add(1, std::memory_order_relaxed)) {
+      const std::int64_t first = b * block_;
+      f_(first, std::min(n_, first + block_));
+    }
+  }
+
+  // A helper's task: its blocks, then the notification the caller waits for. An exception is kept
+  // for the caller (the first one), and stops the others from taking more blocks.
+  void help() noexcept {
+    try {
+      work();
+    } catch (...) {
+      keep(std::current_exception());
+    }
+    done_.Notify();
+  }
+
+  // The caller's share; then it waits for every helper, whose task reads this object, and throws
+  // what a helper threw.
+  void run_and_wait() {
+    try {
+      work();
+    } catch (...) {
+      keep(std::current_exception());
+    }
+    done_.Wait();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void keep(std::exception_ptr e) noexcept {
+    next_.store(blocks_, std::memory_order_relaxed);
+    std::lock_guard lock(error_mutex_);
+    if (!error_) error_ = std::move(e);
+  }
+
+  const std::int64_t n_, block_, blocks_;
+  F& f_;
+  std::atomic<std::int64_t> next_{0};
+  Eigen::Barrier done_;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+template <class F>
+void parallel_for(Eigen::ThreadPool& pool, int max_threads, std::int64_t n, double cost_per_unit, F&& f) {
+  if (n <= 0) return;
+  const int threads = parallel_threads(n, cost_per_unit, max_threads);
+  if (threads == 1 || pool.CurrentThreadId() >= 0) {
+    f(std::int64_t{0}, n);
+    return;
+  }
+  const std::int64_t blocks = std::min(n, parallel_blocks_per_thread * threads);
+  parallel_blocks<std::remove_reference_t<F>> state(n, (n + blocks - 1) / blocks, static_cast<unsigned>(threads - 1), f);
+  for (int i = 1; i < threads; ++i) pool.Schedule([s = &state] { s->help(); });
+  state.run_and_wait();
+}
+
+}  // namespace typeflow::detail
