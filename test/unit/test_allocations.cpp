@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "allocation_counter.hpp"
 #include "../../examples/models.hpp"
@@ -119,6 +120,16 @@ TEST_CASE("MLP and CNN steps allocate nothing with the memory plan", "[allocatio
   // to step, so the count is zero too: what the plan saves is memory (benchmarks/bench_memory).
   CHECK(model_allocations<models::mlp, false>(64) == 0);
   CHECK(model_allocations<models::cnn, false>(8) == 0);
+}
+
+TEST_CASE("thread_pool's parallel_for takes nothing from the heap", "[allocations][threads]") {
+  tf::thread_pool pool(2);
+  std::vector<float> v(1 << 16, 1.0f);
+  CHECK(tf::test::allocations_per_calls(20, [&] {
+          pool.parallel_for(static_cast<std::int64_t>(v.size()), 100.0, [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t i = first; i < last; ++i) v[static_cast<std::size_t>(i)] *= 1.0001f;
+          });
+        }) == 0);
 }
 
 TEST_CASE("MLP and CNN steps on a thread pool allocate nothing", "[allocations][models][threads]") {

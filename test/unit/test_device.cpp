@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -497,45 +499,77 @@ TEST_CASE("thread_pool's parallel_for covers every index once, on the pool's thr
   for (const std::int64_t n : {0, 1, 2, 7, 64, 1000, 100003}) {
     for (const double cost : {0.0, 1.0, 1e4, 1e7}) {
       INFO("n " << n << ", cost " << cost);
+      // Catch2's assertions are not thread-safe: the blocks only record, the checks come after.
       std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+      std::atomic<bool> bad_range{false};
       std::mutex m;
       std::vector<std::thread::id> threads;
       pool.parallel_for(n, cost, [&](std::int64_t first, std::int64_t last) {
-        REQUIRE(0 <= first);
-        REQUIRE(first < last);
-        REQUIRE(last <= n);
-        for (std::int64_t i = first; i < last; ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
+        if (first < 0 || first >= last || last > n) bad_range = true;
+        for (std::int64_t i = first; i < std::min(last, n); ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
         std::lock_guard lock(m);
         threads.push_back(std::this_thread::get_id());
       });
-      for (const auto& s : seen) REQUIRE(s.load() == 1);
+      CHECK_FALSE(bad_range);
+      CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& s) { return s.load() == 1; }));
       // Eigen's cost model: 100,000 cycles before a second thread is worth starting.
       const int expected = tf::detail::parallel_threads(n, cost, 3);
       if (static_cast<double>(n) * cost < 1.5e5) CHECK(expected == 1);
       if (n >= 3 && static_cast<double>(n) * cost > 1e6) CHECK(expected == 3);
-      if (expected == 1) CHECK(std::all_of(threads.begin(), threads.end(), [](auto id) { return id == std::this_thread::get_id(); }));
+      if (expected == 1)
+        CHECK(std::all_of(threads.begin(), threads.end(), [](auto id) { return id == std::this_thread::get_id(); }));
     }
   }
+  CHECK(tf::detail::parallel_threads(100, std::numeric_limits<double>::quiet_NaN(), 3) == 1);
+  CHECK(tf::detail::parallel_threads(100, -1.0, 3) == 1);
+}
+
+TEST_CASE("thread_pool's parallel_for hands blocks to the pool's threads", "[device][threads]") {
+  tf::thread_pool pool(2);
+  // The caller's blocks wait (up to 10 s) until a pool thread has taken one, so that a caller that
+  // would do every block itself fails here instead of passing by being fast.
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> helped{false};
+  std::atomic<int> blocks{0};
+  pool.parallel_for(64, 1e7, [&](std::int64_t, std::int64_t) {
+    blocks.fetch_add(1);
+    if (std::this_thread::get_id() != caller) {
+      helped = true;
+      return;
+    }
+    for (int i = 0; i < 10000 && !helped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  CHECK(helped);
+  CHECK(blocks.load() == 8);  // four blocks a thread
 }
 
 TEST_CASE("thread_pool's parallel_for from one of its own threads runs there, and passes exceptions on", "[device][threads]") {
   tf::thread_pool pool(2);
   // A kernel run by a task of the same pool: splitting would wait on tasks queued behind itself.
   std::atomic<std::int64_t> sum{0};
+  std::atomic<int> elsewhere{0};
   Eigen::Barrier done(2);
   for (int t = 0; t < 2; ++t)
     pool.pool().Schedule([&] {
+      const auto task_thread = std::this_thread::get_id();
       pool.parallel_for(1000, 1e6, [&](std::int64_t first, std::int64_t last) {
+        if (std::this_thread::get_id() != task_thread) elsewhere.fetch_add(1);
         for (std::int64_t i = first; i < last; ++i) sum.fetch_add(i);
       });
       done.Notify();
     });
   done.Wait();
   CHECK(sum.load() == 2 * 999 * 1000 / 2);
-  // An exception from any block reaches the caller once every thread has left the call.
+  CHECK(elsewhere.load() == 0);
+  // An exception from a block reaches the caller once no thread is in a block any more.
+  std::atomic<int> in_block{0};
   CHECK_THROWS_WITH(pool.parallel_for(64, 1e6,
                                       [&](std::int64_t first, std::int64_t) {
+                                        in_block.fetch_add(1);
+                                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                        in_block.fetch_sub(1);
                                         if (first > 0) throw std::runtime_error("block failed");
                                       }),
                     "block failed");
+  CHECK(in_block.load() == 0);
 }

@@ -14,13 +14,15 @@
 //
 // Not for contractions, reductions or shuffles: their evaluators do work of their own before the
 // loop (allocating the result of a full reduction, preferring blocks to coefficients); those use the
-// policy's Eigen device.
+// policy's Eigen device. Nor for a plain copy, which Eigen's evaluator does as one memcpy before the
+// loop, on the calling thread: parallel_copy(policy, from, to, bytes) splits it.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
@@ -57,6 +59,24 @@ void parallel_assign(const Policy& policy, OutMap&& out, const Expr& expr) {
     });
   }
   evaluator.cleanup();
+}
+
+// Cycles per byte copied, for parallel_for's cost model: memcpy moves several bytes per cycle.
+// Eigen's model then splits a copy over threads from about half a megabyte.
+inline constexpr double copy_cycles_per_byte = 0.25;
+
+// Copies `bytes` bytes from `from` to `to` (not overlapping), split over the policy's threads.
+template <class Policy>
+void parallel_copy(const Policy& policy, const void* from, void* to, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  // Blocks of 4 KiB: the unit parallel_for hands out, small against any copy worth splitting.
+  constexpr std::int64_t block = 4096;
+  const auto* src = static_cast<const unsigned char*>(from);
+  auto* dst = static_cast<unsigned char*>(to);
+  policy.parallel_for((bytes + block - 1) / block, copy_cycles_per_byte * block, [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t begin = first * block, end = std::min(bytes, last * block);
+    std::memcpy(dst + begin, src + begin, static_cast<std::size_t>(end - begin));
+  });
 }
 
 }  // namespace typeflow

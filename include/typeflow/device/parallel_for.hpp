@@ -38,7 +38,8 @@ inline constexpr std::int64_t parallel_blocks_per_thread = 4;
 
 // The threads, 1 to max_threads, that n units of cost_per_unit cycles are worth.
 inline int parallel_threads(std::int64_t n, double cost_per_unit, int max_threads) {
-  const double total = static_cast<double>(n) * std::max(cost_per_unit, 0.0);
+  if (!(cost_per_unit > 0)) return 1;  // also NaN
+  const double total = static_cast<double>(n) * cost_per_unit;
   const double worth = (total - parallel_startup_cycles) / parallel_cycles_per_thread + 0.9;
   const double most = static_cast<double>(std::max<std::int64_t>(std::min<std::int64_t>(max_threads, n), 1));
   return static_cast<int>(std::clamp(worth, 1.0, most));

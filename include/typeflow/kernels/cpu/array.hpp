@@ -94,24 +94,6 @@ void with_rank(int rank, F&& f) {
   }
 }
 
-// Cycles per byte copied, for parallel_for's cost model: memcpy moves several bytes per cycle.
-// Eigen's model then splits a copy over threads from about half a megabyte.
-inline constexpr double copy_cycles_per_byte = 0.25;
-
-// Copies `bytes` bytes from `from` to `to` (not overlapping), split over the policy's threads.
-template <class Device>
-void copy_bytes(Device& device, const void* from, void* to, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  // Blocks of 4 KiB: the unit parallel_for hands out, small against any copy worth splitting.
-  constexpr std::int64_t block = 4096;
-  const auto* src = static_cast<const unsigned char*>(from);
-  auto* dst = static_cast<unsigned char*>(to);
-  device.parallel_for((bytes + block - 1) / block, copy_cycles_per_byte * block,
-                      [&](std::int64_t first, std::int64_t last) {
-                        const std::int64_t begin = first * block, end = std::min(bytes, last * block);
-                        std::memcpy(dst + begin, src + begin, static_cast<std::size_t>(end - begin));
-                      });
-}
 
 
 }  // namespace detail::movement
@@ -126,7 +108,7 @@ struct copy_kernel {
   static constexpr bool expensive = false;
 
   static status compute(const Op&, kernel_context<Device>& ctx) {
-    detail::movement::copy_bytes(ctx.device, ctx.inputs[0].data(), ctx.outputs[0].data(),
+    parallel_copy(ctx.device, ctx.inputs[0].data(), ctx.outputs[0].data(),
                                  static_cast<std::int64_t>(ctx.inputs[0].bytes()));
     return ok_status();
   }
@@ -150,7 +132,7 @@ struct transpose_kernel {
     if (y.num_elements() == 0) return ok_status();
     const auto c = collapse(x.shape(), op.permutation(x.rank()));
     if (c.rank <= 1) {  // the order of the elements does not change
-      mv::copy_bytes(ctx.device, x.data(), y.data(), static_cast<std::int64_t>(x.bytes()));
+      parallel_copy(ctx.device, x.data(), y.data(), static_cast<std::int64_t>(x.bytes()));
       return ok_status();
     }
     mv::with_rank<2>(c.rank, [&](auto r) {
@@ -235,12 +217,12 @@ struct concat_kernel {
     if (outer == 1) {  // each input is one contiguous block of the output
       std::int64_t offset = 0;
       for (const tensor& x : ctx.inputs) {
-        detail::movement::copy_bytes(ctx.device, x.data(), out + offset, static_cast<std::int64_t>(x.bytes()));
+        parallel_copy(ctx.device, x.data(), out + offset, static_cast<std::int64_t>(x.bytes()));
         offset += static_cast<std::int64_t>(x.bytes());
       }
       return ok_status();
     }
-    ctx.device.parallel_for(outer, detail::movement::copy_cycles_per_byte * static_cast<double>(out_row),
+    ctx.device.parallel_for(outer, copy_cycles_per_byte * static_cast<double>(out_row),
                             [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last; ++r) {
         unsigned char* dst = out + r * out_row;
@@ -300,7 +282,7 @@ struct slice_kernel {
     }
     if (c.rank <= 1) {
       const std::int64_t first = c.rank == 0 ? 0 : c.a[0];
-      mv::copy_bytes(ctx.device, x.unchecked_data<const T>() + first, y.data(), static_cast<std::int64_t>(y.bytes()));
+      parallel_copy(ctx.device, x.unchecked_data<const T>() + first, y.data(), static_cast<std::int64_t>(y.bytes()));
       return ok_status();
     }
     mv::with_rank<2>(c.rank, [&](auto r) {
@@ -367,10 +349,10 @@ struct split_kernel {
     const auto* in = static_cast<const unsigned char*>(x.data());
     if (outer == 1) {
       for (std::int64_t k = 0; k < parts; ++k)
-        mv::copy_bytes(ctx.device, in + k * row, ctx.outputs[static_cast<std::size_t>(k)].data(), row);
+        parallel_copy(ctx.device, in + k * row, ctx.outputs[static_cast<std::size_t>(k)].data(), row);
       return ok_status();
     }
-    ctx.device.parallel_for(outer * parts, mv::copy_cycles_per_byte * static_cast<double>(row),
+    ctx.device.parallel_for(outer * parts, copy_cycles_per_byte * static_cast<double>(row),
                             [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last; ++r) {
         const std::int64_t o = r / parts, k = r % parts;
@@ -423,7 +405,7 @@ struct pad_kernel {
       }
     }
     if (c.rank == 0 || (c.rank == 1 && c.a[0] == 0 && c.b[0] == 0)) {  // nothing to pad
-      mv::copy_bytes(ctx.device, x.data(), y.data(), static_cast<std::int64_t>(x.bytes()));
+      parallel_copy(ctx.device, x.data(), y.data(), static_cast<std::int64_t>(x.bytes()));
       return ok_status();
     }
     mv::with_rank<1>(c.rank, [&](auto r) {
@@ -478,7 +460,7 @@ struct pad_kernel {
     const std::size_t last = rank - 1;
     const std::int64_t row = y.dim(last), d = x.dim(last), before = op.paddings[2 * last];
     const std::int64_t rows = y.num_elements() / row;
-    ctx.device.parallel_for(rows, mv::copy_cycles_per_byte * static_cast<double>(row * static_cast<std::int64_t>(sizeof(S))),
+    ctx.device.parallel_for(rows, copy_cycles_per_byte * static_cast<double>(row * static_cast<std::int64_t>(sizeof(S))),
                             [&](std::int64_t first, std::int64_t end) {
       for (std::int64_t r = first; r < end; ++r) {
         // The input row this output row reads: each outer index mapped by the mode.
@@ -531,7 +513,7 @@ struct gather_kernel {
     const auto* in = static_cast<const unsigned char*>(params.data());
     auto* out = static_cast<unsigned char*>(y.data());
     // One unit per output row; ~20 cycles of index arithmetic on top of the copy.
-    ctx.device.parallel_for(outer * count, 20 + detail::movement::copy_cycles_per_byte * static_cast<double>(row),
+    ctx.device.parallel_for(outer * count, 20 + copy_cycles_per_byte * static_cast<double>(row),
                             [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last; ++r) {
         const std::int64_t o = r / count, i = static_cast<std::int64_t>(index[static_cast<std::size_t>(r % count)]);

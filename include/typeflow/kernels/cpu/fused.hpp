@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host kernel of fused_elementwise<Tree>: the tree becomes one Eigen expression, assigned to
-// the output on the policy's Eigen device, so the whole chain is one vectorised (and, on
-// thread_pool, parallel) pass with no intermediate tensors. Without row inputs the pass is over
+// the output by parallel_assign, so the whole chain is one vectorised (and, on thread_pool,
+// parallel) pass with no intermediate tensors. Without row inputs the pass is over
 // the flat output; with them it is over [outer, n], the rows broadcast over the outer dimension.
 #pragma once
 

@@ -177,7 +177,7 @@ struct basic_matmul_kernel {
     }
     // One range of rows a thread: every block packs b again, so there are no more blocks than threads.
     // Cycles per range, counting a multiply-add as one.
-    const std::int64_t parts = std::clamp<std::int64_t>(rows / min_rows_per_thread, 1, threads);
+    const std::int64_t parts = std::clamp<std::int64_t>(rows / min_rows_to_split, 1, threads);
     const double part_cost = static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(rows / parts);
     device.parallel_for(parts, part_cost, [&](std::int64_t first_part, std::int64_t last_part) {
       const std::int64_t last = rows * last_part / parts;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU kernels for bias_add, softmax, log_softmax, batch_norm and layer_norm. bias_add and batch_norm are one
-// Eigen broadcast expression over the [rows, channels] view on the policy's Eigen device; softmax
+// Eigen broadcast expression over the [rows, channels] view, evaluated by parallel_assign; softmax
 // works on cache-sized blocks of rows (or columns), the blocks split over the policy's threads.
 #pragma once
 

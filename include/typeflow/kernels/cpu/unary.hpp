@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU kernels for the elementwise unary ops: one Eigen expression over the flat tensor, evaluated
-// on the policy's Eigen device (vectorised; split over threads on thread_pool).
+// by parallel_assign (vectorised; split over threads on thread_pool).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -131,7 +131,7 @@ struct eigen_cast_kernel {
       if constexpr (std::is_same_v<To, bool>) {
         parallel_assign(ctx.device, y, x != x.constant(From(0)));
       } else if constexpr (std::is_same_v<From, To>) {
-        parallel_assign(ctx.device, y, x);
+        parallel_copy(ctx.device, x.data(), y.data(), static_cast<std::int64_t>(ctx.inputs[0].bytes()));
       } else if constexpr (std::is_same_v<From, bool>) {
         parallel_assign(ctx.device, y, x.template cast<std::uint8_t>().template cast<To>());
       } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
