@@ -524,6 +524,23 @@ TEST_CASE("thread_pool's parallel_for covers every index once, on the pool's thr
   CHECK(tf::detail::parallel_threads(100, -1.0, 3) == 1);
 }
 
+TEST_CASE("parallel_for's blocks give every thread an equal share", "[device][threads]") {
+  // 28 units on two threads: 4 blocks of 7 (14 each), not 7 blocks of 4 (16 and 12).
+  CHECK(tf::detail::parallel_block_size(28, 2) == 7);
+  CHECK(tf::detail::parallel_block_size(64, 2) == 8);  // 8 blocks: four a thread when they divide evenly
+  for (std::int64_t n = 1; n <= 300; ++n)
+    for (int threads = 1; threads <= 6; ++threads) {
+      INFO("n " << n << ", threads " << threads);
+      const std::int64_t size = tf::detail::parallel_block_size(n, threads);
+      REQUIRE(size >= 1);
+      REQUIRE(size <= n);
+      const std::int64_t blocks = (n + size - 1) / size;
+      CHECK(blocks <= 4 * threads);
+      // The slowest thread's units: ceil(n / threads), the least possible.
+      CHECK((blocks + threads - 1) / threads * size == (n + threads - 1) / threads);
+    }
+}
+
 TEST_CASE("thread_pool's parallel_for hands blocks to the pool's threads", "[device][threads]") {
   tf::thread_pool pool(2);
   // The caller's blocks wait (up to 10 s) until a pool thread has taken one, so that a caller that
