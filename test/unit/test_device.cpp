@@ -522,6 +522,11 @@ TEST_CASE("thread_pool's parallel_for covers every index once, on the pool's thr
   }
   CHECK(tf::detail::parallel_threads(100, std::numeric_limits<double>::quiet_NaN(), 3) == 1);
   CHECK(tf::detail::parallel_threads(100, -1.0, 3) == 1);
+  // A negative count is no work, never a call with an empty or reversed range.
+  bool called = false;
+  pool.parallel_for(-5, 1e7, [&](std::int64_t, std::int64_t) { called = true; });
+  tf::cpu().parallel_for(-5, 1e7, [&](std::int64_t, std::int64_t) { called = true; });
+  CHECK_FALSE(called);
 }
 
 TEST_CASE("parallel_for's blocks give every thread an equal share", "[device][threads]") {
