@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <typeflow/typeflow.hpp>
@@ -36,6 +37,18 @@ inline constexpr bool under_thread_sanitizer = false;
 
 // TEMPLATE_LIST_TEST_CASE(..., test::device_policies): each body runs on both host policies.
 using device_policies = std::tuple<cpu, thread_pool>;
+
+// The kernel tests' eager calls: tf::call, through the default registry's dispatch tables on the
+// two host policies (compiled once, in test/kernels/, and linked into every test), so that a test
+// unit compiles none of the kernels it runs; the same kernel types as tf::call<T>, which checks that
+// the table's entry is the one the registry names. Other devices: tf::call<T> itself.
+template <element_type T, device_policy Device, op Op, class... In>
+auto call(Device& device, const Op& o, In&&... inputs) {
+  if constexpr (std::is_same_v<Device, cpu> || std::is_same_v<Device, thread_pool>)
+    return typeflow::call<T, dispatched<>>(device, o, std::forward<In>(inputs)...);
+  else
+    return typeflow::call<T>(device, o, std::forward<In>(inputs)...);
+}
 
 // A fresh policy of type D; thread_pool gets 2 threads so the parallel paths are exercised.
 template <class D>

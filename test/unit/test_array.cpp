@@ -50,7 +50,7 @@ tf::tensor random_values(const tf::shape& s, std::uint64_t seed) {
 template <class T, class Device, class Op>
 void check_op(Device& device, const Op& op, const std::vector<tf::tensor>& inputs, const tf::shape& expected_shape,
               const std::vector<double>& expected) {
-  auto y = tf::call<T>(device, op, std::span<const tf::tensor>(inputs));
+  auto y = tf::test::call<T>(device, op, std::span<const tf::tensor>(inputs));
   INFO("status: " << y.status().to_string());
   REQUIRE(y.ok());
   tf::test::require_close<T>(*y, expected_shape, expected, 0.0);  // data movement: exact
@@ -389,7 +389,7 @@ void check_split(Device& device, const std::vector<split_case>& cases = split_ca
     const std::size_t axis = *tf::normalize_axis(c.axis, c.x.rank());
     tf::shape part = c.x;
     part[axis] = c.x[axis] / c.parts;
-    auto y = tf::call<T>(device, tf::ops::split{.axis = c.axis, .num_split = c.parts}, x);
+    auto y = tf::test::call<T>(device, tf::ops::split{.axis = c.axis, .num_split = c.parts}, x);
     INFO("status: " << y.status().to_string());
     REQUIRE(y.ok());
     REQUIRE(y->size() == static_cast<std::size_t>(c.parts));
@@ -416,7 +416,7 @@ void check_fill(Device& device, const std::vector<tf::shape>& shapes = fill_shap
   for (const tf::shape& s : shapes) {
     INFO("fill " << s.to_string());
     for (double v : {value, 0.0}) {
-      auto y = tf::call<T>(device, tf::ops::fill{.dims = s, .value = v, .type = tf::dtype_of<T>});
+      auto y = tf::test::call<T>(device, tf::ops::fill{.dims = s, .value = v, .type = tf::dtype_of<T>});
       INFO("status: " << y.status().to_string());
       REQUIRE(y.ok());
       tf::test::require_close<T>(*y, s, std::vector<double>(static_cast<std::size_t>(s.num_elements()), v), 0.0);
@@ -558,7 +558,7 @@ TEST_CASE("array shape inference at compile time", "[array][static]") {
 TEST_CASE("reshape and identity report bad attributes and inputs", "[array][errors]") {
   tf::cpu device;
   const auto x = random_values<float>(tf::shape{2, 3}, 1);
-  const auto run = [&](const tf::ops::reshape& op) { return tf::call<float>(device, op, x); };
+  const auto run = [&](const tf::ops::reshape& op) { return tf::test::call<float>(device, op, x); };
   require_error(run({.to = {dyn, dyn}}), tf::status_code::invalid_argument,
                 "reshape: target shape [?, ?] has more than one -1 dimension (0 and 1)");
   require_error(run({.to = {3, -2}}), tf::status_code::invalid_argument,
@@ -570,21 +570,21 @@ TEST_CASE("reshape and identity report bad attributes and inputs", "[array][erro
   require_error(run({.to = {0, dyn}}), tf::status_code::invalid_argument,
                 "reshape: cannot infer the -1 dimension of target shape [0, ?] for input of shape [2, 3]");
   const auto empty = random_values<float>(tf::shape{2, 0}, 1);
-  require_error(tf::call<float>(device, tf::ops::reshape{.to = {dyn, 0}}, empty), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::reshape{.to = {dyn, 0}}, empty), tf::status_code::invalid_argument,
                 "the other dimensions have 0 elements, so any size would fit");
   // The kernel dtype must be the input's; arity is checked.
-  require_error(tf::call<double>(device, tf::ops::reshape{.to = {6}}, x), tf::status_code::invalid_argument,
+  require_error(tf::test::call<double>(device, tf::ops::reshape{.to = {6}}, x), tf::status_code::invalid_argument,
                 "reshape: called with the kernel for f64 but input 0 has dtype f32");
-  require_error(tf::call<float>(device, tf::ops::identity{}, x, x), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::identity{}, x, x), tf::status_code::invalid_argument,
                 "identity: expects 1 input, got 2");
-  require_error(tf::call<float>(device, tf::ops::identity{}, tf::tensor{}), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::identity{}, tf::tensor{}), tf::status_code::invalid_argument,
                 "identity: input 0 is an empty tensor");
 }
 
 TEST_CASE("transpose reports bad permutations", "[array][errors]") {
   tf::cpu device;
   const auto x = random_values<float>(tf::shape{2, 3}, 1);
-  const auto run = [&](const tf::ops::transpose& op) { return tf::call<float>(device, op, x); };
+  const auto run = [&](const tf::ops::transpose& op) { return tf::test::call<float>(device, op, x); };
   require_error(run({.perm = {1, 0, 2}}), tf::status_code::invalid_argument,
                 "transpose: perm (1, 0, 2) has 3 entries but the input has rank 2 (shape [2, 3])");
   require_error(run({.perm = {0, -1}}), tf::status_code::invalid_argument,
@@ -601,7 +601,7 @@ TEST_CASE("concat reports bad axes, dtypes and shapes", "[array][errors]") {
   const auto b = random_values<float>(tf::shape{2, 4}, 2);
   const auto c = random_values<float>(tf::shape{2, 3, 1}, 3);
   const auto run = [&](std::int64_t axis, std::vector<tf::tensor> xs) {
-    return tf::call<float>(device, tf::ops::concat{.axis = axis}, std::span<const tf::tensor>(xs));
+    return tf::test::call<float>(device, tf::ops::concat{.axis = axis}, std::span<const tf::tensor>(xs));
   };
   require_error(run(0, {}), tf::status_code::invalid_argument, "concat: expects at least 1 input, got 0");
   require_error(run(0, {a, a, b}), tf::status_code::invalid_argument,
@@ -614,14 +614,14 @@ TEST_CASE("concat reports bad axes, dtypes and shapes", "[array][errors]") {
   require_error(run(0, {random_values<float>(tf::shape{}, 1)}), tf::status_code::invalid_argument,
                 "concat: inputs must have rank >= 1, input 0 is a scalar");
   const auto i = random_values<std::int32_t>(tf::shape{2, 3}, 1);
-  require_error(tf::call<float>(device, tf::ops::concat{}, a, i), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::concat{}, a, i), tf::status_code::invalid_argument,
                 "concat: all inputs must have one dtype, input 0 is f32 and input 1 is i32");
 }
 
 TEST_CASE("slice reports bad begins and sizes", "[array][errors]") {
   tf::cpu device;
   const auto x = random_values<float>(tf::shape{5, 6}, 1);
-  const auto run = [&](const tf::ops::slice& op) { return tf::call<float>(device, op, x); };
+  const auto run = [&](const tf::ops::slice& op) { return tf::test::call<float>(device, op, x); };
   require_error(run({.begin = {0}, .size = {1, 1}}), tf::status_code::invalid_argument,
                 "slice: begin (0) and size (1, 1) must have one entry per input dimension; the input has shape [5, 6]");
   require_error(run({.begin = {0, -1}, .size = {1, 1}}), tf::status_code::invalid_argument,
@@ -663,45 +663,45 @@ TEST_CASE("squeeze and expand_dims", "[array]") {
   const auto scalar = random_values<std::int32_t>(tf::shape{}, 2);
   check_op<std::int32_t>(device, tf::ops::expand_dims{}, {scalar}, tf::shape{1}, as_doubles<std::int32_t>(scalar));
   const auto code = tf::status_code::invalid_argument;
-  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {1}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::squeeze{.axes = {1}}, x), code,
                 "squeeze: axis 1 has size 3 in input shape [1, 3, 1, 2]; only dimensions of size 1 can be squeezed");
-  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {4}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::squeeze{.axes = {4}}, x), code,
                 "squeeze: axis 4 is out of range for input shape [1, 3, 1, 2]");
-  require_error(tf::call<float>(device, tf::ops::squeeze{.axes = {0, -4}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::squeeze{.axes = {0, -4}}, x), code,
                 "squeeze: axis -4 is named twice in axes (0, -4)");
-  require_error(tf::call<float>(device, tf::ops::expand_dims{.axis = 5}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::expand_dims{.axis = 5}, x), code,
                 "expand_dims: axis 5 is out of range [-5, 4] for input shape [1, 3, 1, 2]");
-  require_error(tf::call<float>(device, tf::ops::expand_dims{}, random_values<float>(tf::shape{1, 1, 1, 1, 1, 1, 1, 1}, 3)),
+  require_error(tf::test::call<float>(device, tf::ops::expand_dims{}, random_values<float>(tf::shape{1, 1, 1, 1, 1, 1, 1, 1}, 3)),
                 code, "expand_dims: input shape [1, 1, 1, 1, 1, 1, 1, 1] already has the largest rank, 8");
 }
 
 TEST_CASE("pad reports bad paddings and values", "[array][errors]") {
   tf::cpu device;
   const auto x = random_values<float>(tf::shape{2, 3}, 1);
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {1, 1}}, x), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {1, 1}}, x), tf::status_code::invalid_argument,
                 "pad: paddings (1, 1) has 2 entries; expected 2 per input dimension (before, after), 4 for input "
                 "shape [2, 3]");
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 2, -1}}, x),
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {0, 0, 2, -1}}, x),
                 tf::status_code::invalid_argument,
                 "pad: paddings (0, 0, 2, -1) for axis 1 are (2, -1); paddings must be >= 0");
   const auto u = random_values<std::uint8_t>(tf::shape{2}, 1);
-  require_error(tf::call<std::uint8_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = -1}, u),
+  require_error(tf::test::call<std::uint8_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = -1}, u),
                 tf::status_code::invalid_argument, "pad: value does not fit in dtype u8, whose range is [0, 255]");
   const auto i = random_values<std::int32_t>(tf::shape{2}, 1);
-  require_error(tf::call<std::int32_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = 3e9}, i),
+  require_error(tf::test::call<std::int32_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = 3e9}, i),
                 tf::status_code::invalid_argument, "pad: value does not fit in dtype i32");
-  require_error(tf::call<std::int32_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = std::nan("")}, i),
+  require_error(tf::test::call<std::int32_t>(device, tf::ops::pad{.paddings = {1, 1}, .value = std::nan("")}, i),
                 tf::status_code::invalid_argument, "pad: value does not fit in dtype i32");
   // The modes that read the input: how far each may pad, and no value.
   const auto x3 = *tf::tensor::allocate(tf::dtype::f32, tf::shape{2, 3});
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 3, 0}, .mode = tf::ops::pad_mode::reflect}, x3),
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {0, 0, 3, 0}, .mode = tf::ops::pad_mode::reflect}, x3),
                 tf::status_code::invalid_argument, "pad: axis 1 has 3 elements; reflect pads at most 2 on a side, not 3");
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 0, 4}, .mode = tf::ops::pad_mode::symmetric}, x3),
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {0, 0, 0, 4}, .mode = tf::ops::pad_mode::symmetric}, x3),
                 tf::status_code::invalid_argument, "pad: axis 1 has 3 elements; symmetric pads at most 3 on a side, not 4");
   const auto empty = *tf::tensor::allocate(tf::dtype::f32, tf::shape{0, 3});
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {1, 0, 0, 0}, .mode = tf::ops::pad_mode::edge}, empty),
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {1, 0, 0, 0}, .mode = tf::ops::pad_mode::edge}, empty),
                 tf::status_code::invalid_argument, "pad: axis 0 is empty; edge has no element to repeat");
-  require_error(tf::call<float>(device, tf::ops::pad{.paddings = {0, 0, 1, 1}, .value = 1, .mode = tf::ops::pad_mode::edge}, x3),
+  require_error(tf::test::call<float>(device, tf::ops::pad{.paddings = {0, 0, 1, 1}, .value = 1, .mode = tf::ops::pad_mode::edge}, x3),
                 tf::status_code::invalid_argument, "pad: mode edge takes its values from the input; value must be 0, not 1");
   // A dimension known only at run time is checked by the kernel.
   auto parsed = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[?]\ny = pad(x) paddings=[2, 0] mode=\"reflect\"\n");
@@ -726,13 +726,13 @@ TEST_CASE("gather reports bad inputs and out-of-range indices", "[array][errors]
   tf::cpu device;
   const auto params = random_values<float>(tf::shape{5, 4}, 1);
   const auto run = [&](std::int64_t axis, const tf::tensor& indices) {
-    return tf::call<float>(device, tf::ops::gather{.axis = axis}, params, indices);
+    return tf::test::call<float>(device, tf::ops::gather{.axis = axis}, params, indices);
   };
   require_error(run(0, random_values<float>(tf::shape{2}, 1)), tf::status_code::invalid_argument,
                 "gather: indices (input 1) must be i32 or i64, got f32");
   require_error(run(2, *tf::tensor::from_values<std::int32_t>({0})), tf::status_code::invalid_argument,
                 "gather: axis 2 is out of range for rank 2");
-  require_error(tf::call<float>(device, tf::ops::gather{}, random_values<float>(tf::shape{}, 1),
+  require_error(tf::test::call<float>(device, tf::ops::gather{}, random_values<float>(tf::shape{}, 1),
                                 *tf::tensor::scalar<std::int32_t>(0)),
                 tf::status_code::invalid_argument, "gather: params (input 0) must have rank >= 1, got shape []");
   require_error(run(0, tf::test::random_tensor<std::int32_t>(tf::shape{2, 2, 2, 2, 2, 2, 2, 2}, 1, 0, 1)),
@@ -744,7 +744,7 @@ TEST_CASE("gather reports bad inputs and out-of-range indices", "[array][errors]
                 tf::status_code::invalid_argument, "gather: indices[1, 1] = -5 is not in [-4, 4)");
   require_error(run(-1, *tf::tensor::scalar<std::int64_t>(std::int64_t{1} << 40)), tf::status_code::invalid_argument,
                 "gather: indices[] = 1099511627776 is not in [-4, 4)");
-  require_error(tf::call<float>(device, tf::ops::gather{}, random_values<float>(tf::shape{0, 3}, 1),
+  require_error(tf::test::call<float>(device, tf::ops::gather{}, random_values<float>(tf::shape{0, 3}, 1),
                                 *tf::tensor::from_values<std::int32_t>({0})),
                 tf::status_code::invalid_argument, "gather: indices[0] = 0 is not in [0, 0)");
 }
@@ -756,8 +756,8 @@ TEST_CASE("gather reads a negative index from the end, as NumPy", "[array]") {
     const std::int64_t n = params.dim(static_cast<std::size_t>(axis));
     auto negative = tf::tensor::from_values<std::int64_t>({-1, 0, -n, 2 - n}, tf::shape{2, 2});
     auto positive = tf::tensor::from_values<std::int64_t>({n - 1, 0, 0, 2}, tf::shape{2, 2});
-    auto a = tf::call<float>(device, tf::ops::gather{.axis = axis}, params, *negative);
-    auto b = tf::call<float>(device, tf::ops::gather{.axis = axis}, params, *positive);
+    auto a = tf::test::call<float>(device, tf::ops::gather{.axis = axis}, params, *negative);
+    auto b = tf::test::call<float>(device, tf::ops::gather{.axis = axis}, params, *positive);
     REQUIRE(a.ok());
     REQUIRE(b.ok());
     REQUIRE(a->shape() == b->shape());
@@ -767,17 +767,17 @@ TEST_CASE("gather reads a negative index from the end, as NumPy", "[array]") {
 
 TEST_CASE("fill reports bad dims, dtypes and values", "[array][errors]") {
   tf::cpu device;
-  require_error(tf::call<float>(device, tf::ops::fill{.dims = {2, dyn}}), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::fill{.dims = {2, dyn}}), tf::status_code::invalid_argument,
                 "fill: dims [2, ?] must be fully defined: dimension 1 is unknown (-1)");
-  require_error(tf::call<float>(device, tf::ops::fill{.dims = {2, -3}}), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::fill{.dims = {2, -3}}), tf::status_code::invalid_argument,
                 "fill: dims [2, -3] has negative dimension -3 at index 1");
-  require_error(tf::call<float>(device, tf::ops::fill{.dims = {2}, .type = tf::dtype::i32}),
+  require_error(tf::test::call<float>(device, tf::ops::fill{.dims = {2}, .type = tf::dtype::i32}),
                 tf::status_code::invalid_argument, "fill: called with the kernel for f32 but the output has dtype i32");
-  require_error(tf::call<float>(device, tf::ops::fill{.type = static_cast<tf::dtype>(42)}),
+  require_error(tf::test::call<float>(device, tf::ops::fill{.type = static_cast<tf::dtype>(42)}),
                 tf::status_code::invalid_argument, "fill: invalid dtype code 42");
-  require_error(tf::call<std::int64_t>(device, tf::ops::fill{.value = 1e19, .type = tf::dtype::i64}),
+  require_error(tf::test::call<std::int64_t>(device, tf::ops::fill{.value = 1e19, .type = tf::dtype::i64}),
                 tf::status_code::invalid_argument, "fill: value does not fit in dtype i64");
-  require_error(tf::call<float>(device, tf::ops::fill{}, random_values<float>(tf::shape{2}, 1)),
+  require_error(tf::test::call<float>(device, tf::ops::fill{}, random_values<float>(tf::shape{2}, 1)),
                 tf::status_code::invalid_argument, "fill: expects 0 inputs, got 1");
 }
 
@@ -785,7 +785,7 @@ TEST_CASE("split reports bad axes, part counts and outputs", "[array][errors]") 
   tf::cpu device;
   const auto x = random_values<float>(tf::shape{4, 6}, 1);
   const auto run = [&](std::int64_t axis, std::int64_t parts) {
-    return tf::call<float>(device, tf::ops::split{.axis = axis, .num_split = parts}, x);
+    return tf::test::call<float>(device, tf::ops::split{.axis = axis, .num_split = parts}, x);
   };
   require_error(run(1, 4), tf::status_code::invalid_argument,
                 "split: dimension 1 of input shape [4, 6] (6) does not divide into 4 equal parts");
@@ -794,7 +794,7 @@ TEST_CASE("split reports bad axes, part counts and outputs", "[array][errors]") 
   // A count from a file is refused before anything is sized by it.
   require_error(run(0, std::int64_t{1} << 40), tf::status_code::invalid_argument,
                 "split: 1099511627776 outputs, more than the 65536 an op may have");
-  require_error(tf::call<float>(device, tf::ops::split{}, random_values<float>(tf::shape{}, 1)),
+  require_error(tf::test::call<float>(device, tf::ops::split{}, random_values<float>(tf::shape{}, 1)),
                 tf::status_code::invalid_argument, "split: the input must have rank >= 1, got a scalar");
   const tf::tensor_spec in[] = {x.spec()};
   require_error(tf::infer(tf::ops::split{.num_split = 2}, in, 2), tf::status_code::invalid_argument,
@@ -828,7 +828,7 @@ void check_where(Device& device, const tf::shape& sc, const tf::shape& sx, const
   const auto c = tf::test::random_tensor<bool>(sc, seed);
   const auto x = tf::test::random_tensor<T>(sx, seed + 1);
   const auto y = tf::test::random_tensor<T>(sy, seed + 2);
-  auto out = tf::call<T>(device, tf::ops::where{}, c, x, y);
+  auto out = tf::test::call<T>(device, tf::ops::where{}, c, x, y);
   REQUIRE(out.ok());
   const tf::shape s = *tf::broadcast(sc, *tf::broadcast(sx, sy));
   REQUIRE(out->shape() == s);
@@ -858,13 +858,13 @@ TEST_CASE("where reports bad dtypes and shapes", "[array][where][errors]") {
   const auto c = tf::test::random_tensor<bool>(tf::shape{3}, 1);
   const auto f = tf::test::random_tensor<float>(tf::shape{3}, 1);
   const auto d = tf::test::random_tensor<double>(tf::shape{3}, 1);
-  require_error(tf::call<float>(device, tf::ops::where{}, f, f, f), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::where{}, f, f, f), tf::status_code::invalid_argument,
                 "where: condition (input 0) must be bool, got f32");
-  require_error(tf::call<float>(device, tf::ops::where{}, c, f, d), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::where{}, c, f, d), tf::status_code::invalid_argument,
                 "where: x (input 1) and y (input 2) must have one dtype, got f32 and f64");
-  require_error(tf::call<float>(device, tf::ops::where{}, c, f, tf::test::random_tensor<float>(tf::shape{4}, 1)),
+  require_error(tf::test::call<float>(device, tf::ops::where{}, c, f, tf::test::random_tensor<float>(tf::shape{4}, 1)),
                 tf::status_code::invalid_argument, "where: x and y: shapes [3] and [4] do not broadcast");
-  require_error(tf::call<float>(device, tf::ops::where{}, tf::test::random_tensor<bool>(tf::shape{2}, 1), f, f),
+  require_error(tf::test::call<float>(device, tf::ops::where{}, tf::test::random_tensor<bool>(tf::shape{2}, 1), f, f),
                 tf::status_code::invalid_argument, "where: condition and values: shapes [2] and [3] do not broadcast");
 }
 
@@ -876,7 +876,7 @@ TEMPLATE_LIST_TEST_CASE("broadcast_to repeats the input as NumPy broadcasts it, 
            {tf::shape{2, 1, 4}, tf::shape{3, 1}}, {tf::shape{5}, tf::shape{0, 5}}}) {
     INFO("input " << in.to_string() << ", shape " << to.to_string());
     const auto x = tf::test::random_tensor<std::int32_t>(in, 7, -100, 100);
-    auto y = tf::call<std::int32_t>(device, tf::ops::broadcast_to{to}, x);
+    auto y = tf::test::call<std::int32_t>(device, tf::ops::broadcast_to{to}, x);
     REQUIRE(y.ok());
     const tf::shape s = *tf::broadcast(in, to);
     const auto xv = tf::test::as_doubles<std::int32_t>(x);
@@ -884,7 +884,7 @@ TEMPLATE_LIST_TEST_CASE("broadcast_to repeats the input as NumPy broadcasts it, 
     for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = xv[broadcast_index(s, in, static_cast<std::int64_t>(i))[0]];
     tf::test::require_close<std::int32_t>(*y, s, expected, 0);
   }
-  tf::test::require_error(tf::call<float>(device, tf::ops::broadcast_to{tf::shape{2, 4}},
+  tf::test::require_error(tf::test::call<float>(device, tf::ops::broadcast_to{tf::shape{2, 4}},
                                           tf::test::random_tensor<float>(tf::shape{3}, 1)),
                           tf::status_code::invalid_argument, "broadcast_to: shapes [3] and [2, 4] do not broadcast");
 }

@@ -168,7 +168,7 @@ void check_binary(Device& device, const Op& op, const std::vector<shape_pair>& c
                << c.b.to_string());
     const tf::tensor a = make_operand<T>(c.a, seed++, ra);
     const tf::tensor b = make_operand<T>(c.b, seed++, rb);
-    auto y = tf::call<T>(device, op, a, b);
+    auto y = tf::test::call<T>(device, op, a, b);
     INFO("status: " << y.status().to_string());
     REQUIRE(y.ok());
     const auto expected = broadcast_reference(c.a, as_doubles<T>(a), c.b, as_doubles<T>(b),
@@ -232,7 +232,7 @@ TEMPLATE_LIST_TEST_CASE("binary ops: special values", "[binary]", tf::test::devi
     const auto x = *tf::tensor::from_values<float>({nan, 1.0f, nan, -2.0f}, tf::shape{4});
     const auto z = *tf::tensor::from_values<float>({1.0f, nan, nan, 3.0f}, tf::shape{4});
     for (const auto& r :
-         {tf::call<float>(device, tf::ops::maximum{}, x, z), tf::call<float>(device, tf::ops::minimum{}, x, z)}) {
+         {tf::test::call<float>(device, tf::ops::maximum{}, x, z), tf::test::call<float>(device, tf::ops::minimum{}, x, z)}) {
       REQUIRE(r.ok());
       const tf::tensor t = *r;
       CHECK(std::isnan(*t.at<float>(0)));
@@ -243,7 +243,7 @@ TEMPLATE_LIST_TEST_CASE("binary ops: special values", "[binary]", tf::test::devi
   }
   SECTION("float division by zero follows IEEE") {
     const auto x = *tf::tensor::from_values<double>({1.0, -1.0, 0.0}, tf::shape{3});
-    auto r = tf::call<double>(device, tf::ops::div{}, x, *tf::tensor::scalar<double>(0.0));
+    auto r = tf::test::call<double>(device, tf::ops::div{}, x, *tf::tensor::scalar<double>(0.0));
     REQUIRE(r.ok());
     const tf::tensor t = *r;
     CHECK(*t.at<double>(0) == inf);
@@ -254,13 +254,13 @@ TEMPLATE_LIST_TEST_CASE("binary ops: special values", "[binary]", tf::test::devi
     const std::int32_t lowest = std::numeric_limits<std::int32_t>::lowest();
     const auto x = *tf::tensor::from_values<std::int32_t>({7, -7, 7, -7, lowest, lowest}, tf::shape{6});
     const auto z = *tf::tensor::from_values<std::int32_t>({2, 2, -2, -2, -1, 1}, tf::shape{6});
-    auto r = tf::call<std::int32_t>(device, tf::ops::div{}, x, z);
+    auto r = tf::test::call<std::int32_t>(device, tf::ops::div{}, x, z);
     REQUIRE(r.ok());
     const tf::tensor t = *r;
     const auto v = t.unchecked_values<std::int32_t>();
     CHECK(std::vector<std::int32_t>(v.begin(), v.end()) == std::vector<std::int32_t>{3, -3, -3, 3, lowest, lowest});
     const std::int64_t lowest64 = std::numeric_limits<std::int64_t>::lowest();
-    auto r64 = tf::call<std::int64_t>(device, tf::ops::div{}, *tf::tensor::scalar<std::int64_t>(lowest64),
+    auto r64 = tf::test::call<std::int64_t>(device, tf::ops::div{}, *tf::tensor::scalar<std::int64_t>(lowest64),
                                       *tf::tensor::from_values<std::int64_t>({-1, 2}));
     REQUIRE(r64.ok());
     const tf::tensor t64 = *r64;
@@ -270,7 +270,7 @@ TEMPLATE_LIST_TEST_CASE("binary ops: special values", "[binary]", tf::test::devi
   SECTION("integer pow is exact beyond double's 53 bits, and wraps on overflow") {
     const auto base = *tf::tensor::from_values<std::int64_t>({3, 2, 0, -5, 7}, tf::shape{5});
     const auto exponent = *tf::tensor::from_values<std::int64_t>({39, 63, 0, 3, 1}, tf::shape{5});
-    auto r = tf::call<std::int64_t>(device, tf::ops::pow{}, base, exponent);
+    auto r = tf::test::call<std::int64_t>(device, tf::ops::pow{}, base, exponent);
     REQUIRE(r.ok());
     const tf::tensor t = *r;
     CHECK(*t.at<std::int64_t>(0) == 4052555153018976267);  // 3^39
@@ -402,12 +402,12 @@ TEMPLATE_LIST_TEST_CASE("binary ops report bad inputs", "[binary][errors]", tf::
   auto device = tf::test::make_device<TestType>();
   const auto x23 = random_tensor<float>(tf::shape{2, 3}, 1);
   const auto x43 = random_tensor<float>(tf::shape{4, 3}, 2);
-  require_error(tf::call<float>(device, tf::ops::add{}, x23, x43), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::add{}, x23, x43), tf::status_code::invalid_argument,
                 "add: shapes [2, 3] and [4, 3] do not broadcast");
-  require_error(tf::call<float>(device, tf::ops::greater{}, x43, random_tensor<float>(tf::shape{2}, 3)),
+  require_error(tf::test::call<float>(device, tf::ops::greater{}, x43, random_tensor<float>(tf::shape{2}, 3)),
                 tf::status_code::invalid_argument, "greater: shapes [4, 3] and [2] do not broadcast");
   // Both dtypes are named.
-  require_error(tf::call<float>(device, tf::ops::mul{}, x23, random_tensor<std::int32_t>(tf::shape{2, 3}, 4)),
+  require_error(tf::test::call<float>(device, tf::ops::mul{}, x23, random_tensor<std::int32_t>(tf::shape{2, 3}, 4)),
                 tf::status_code::invalid_argument,
                 "mul: all inputs must have one dtype, input 0 is f32 and input 1 is i32");
   // bool has no kernel for these (a compile error through call<bool>), so inference is asked.
@@ -417,25 +417,25 @@ TEMPLATE_LIST_TEST_CASE("binary ops report bad inputs", "[binary][errors]", tf::
                 "add: input dtype bool is not supported");
   require_error(tf::infer(tf::ops::less{}, flags), tf::status_code::invalid_argument,
                 "less: input dtype bool is not supported");
-  require_error(tf::call<float>(device, tf::ops::sub{}, x23), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::sub{}, x23), tf::status_code::invalid_argument,
                 "sub: expects 2 inputs, got 1");
 
   // Integer division by zero is an error, wherever the zero is and however it is broadcast.
   const auto ints = *tf::tensor::from_values<std::int32_t>({4, 5, 6, 7}, tf::shape{2, 2});
-  require_error(tf::call<std::int32_t>(device, tf::ops::div{}, ints, *tf::tensor::from_values<std::int32_t>({3, 0})),
+  require_error(tf::test::call<std::int32_t>(device, tf::ops::div{}, ints, *tf::tensor::from_values<std::int32_t>({3, 0})),
                 tf::status_code::invalid_argument, "div: division by zero in input 1");
-  require_error(tf::call<std::int64_t>(device, tf::ops::div{}, random_tensor<std::int64_t>(tf::shape{257, 1031}, 6),
+  require_error(tf::test::call<std::int64_t>(device, tf::ops::div{}, random_tensor<std::int64_t>(tf::shape{257, 1031}, 6),
                                        *tf::tensor::scalar<std::int64_t>(0)),
                 tf::status_code::invalid_argument, "div: division by zero in input 1");
   // An empty output divides nothing.
-  auto empty = tf::call<std::int32_t>(device, tf::ops::div{}, *tf::tensor::allocate(tf::dtype::i32, tf::shape{0, 2}),
+  auto empty = tf::test::call<std::int32_t>(device, tf::ops::div{}, *tf::tensor::allocate(tf::dtype::i32, tf::shape{0, 2}),
                                       *tf::tensor::from_values<std::int32_t>({0, 0}));
   REQUIRE(empty.ok());
   CHECK(empty->shape() == tf::shape{0, 2});
 
-  require_error(tf::call<std::int32_t>(device, tf::ops::pow{}, ints, *tf::tensor::from_values<std::int32_t>({2, -2})),
+  require_error(tf::test::call<std::int32_t>(device, tf::ops::pow{}, ints, *tf::tensor::from_values<std::int32_t>({2, -2})),
                 tf::status_code::invalid_argument, "pow: input 1 holds the negative exponent -2");
-  require_error(tf::call<std::int64_t>(device, tf::ops::pow{}, *tf::tensor::scalar<std::int64_t>(2),
+  require_error(tf::test::call<std::int64_t>(device, tf::ops::pow{}, *tf::tensor::scalar<std::int64_t>(2),
                                        *tf::tensor::scalar<std::int64_t>(-1)),
                 tf::status_code::invalid_argument, "integer powers (dtype i64) need exponents >= 0");
 }

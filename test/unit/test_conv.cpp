@@ -37,12 +37,12 @@ TEMPLATE_LIST_TEST_CASE("conv2d with valid padding skips the image border", "[co
   const auto f = tf::tensor::filled<float>(tf::shape{3, 3, 1, 1}, 1.0f);
   REQUIRE(x.ok());
   REQUIRE(f.ok());
-  auto y = tf::call<float>(device, tf::ops::conv2d{}, *x, *f);
+  auto y = tf::test::call<float>(device, tf::ops::conv2d{}, *x, *f);
   REQUIRE(y.ok());
   require_close<float>(*y, tf::shape{1, 2, 2, 1}, {45, 54, 81, 90});
   // Same padding, stride 2 on 4x4: total padding 1, all of it after, so the first window is
   // rows 0-2 and columns 0-2 and the last is cut by the border.
-  auto z = tf::call<float>(device, tf::ops::conv2d{.stride_h = 2, .stride_w = 2, .pad = padding::same}, *x, *f);
+  auto z = tf::test::call<float>(device, tf::ops::conv2d{.stride_h = 2, .stride_w = 2, .pad = padding::same}, *x, *f);
   REQUIRE(z.ok());
   require_close<float>(*z, tf::shape{1, 2, 2, 1}, {45, 39, 66, 50});
 }
@@ -147,7 +147,7 @@ void check_pool2d(Device& device, double lo, double hi, bool count_include_pad =
                     << (count_include_pad ? ", count_include_pad" : "") << ", values in [" << lo << ", " << hi
                     << "]");
       const tf::tensor x = random_tensor<T>(xs, seed++, lo, hi);
-      auto y = tf::call<T>(device, op, x);
+      auto y = tf::test::call<T>(device, op, x);
       REQUIRE(y.ok());
       tf::shape expected_shape;
       const auto expected = reference_pool2d(xs, as_doubles<T>(x), op, expected_shape);
@@ -184,7 +184,7 @@ TEMPLATE_LIST_TEST_CASE("avg_pool2d divides border windows by their real positio
   const auto x = tf::tensor::from_values<float>({1.0f, 2.0f, 3.0f, 6.0f}, tf::shape{1, 2, 2, 1});
   REQUIRE(x.ok());
   const tf::ops::avg_pool2d op{.window_h = 3, .window_w = 3, .stride_h = 1, .stride_w = 1, .pad = padding::same};
-  auto y = tf::call<float>(device, op, *x);
+  auto y = tf::test::call<float>(device, op, *x);
   REQUIRE(y.ok());
   require_close<float>(*y, tf::shape{1, 2, 2, 1}, {3, 3, 3, 3});
 }
@@ -197,17 +197,17 @@ TEMPLATE_LIST_TEST_CASE("a pooling window whose dilated taps all miss the image"
     REQUIRE(x.ok());
     const tf::ops::avg_pool2d avg{.window_h = 2, .window_w = 1, .stride_h = 1, .stride_w = 1, .pad = padding::same,
                                   .dilation_h = 2, .format = format};
-    auto a = tf::call<float>(device, avg, *x);
+    auto a = tf::test::call<float>(device, avg, *x);
     REQUIRE(a.ok());
     require_close<float>(*a, image_shape(format, 1, 1, 2, 1), {0, 0});
     const tf::ops::max_pool2d max{.window_h = 2, .window_w = 1, .stride_h = 1, .stride_w = 1, .pad = padding::same,
                                   .dilation_h = 2, .format = format};
-    auto m = tf::call<float>(device, max, *x);
+    auto m = tf::test::call<float>(device, max, *x);
     REQUIRE(m.ok());
     CHECK(m->template unchecked_values<float>()[0] == -std::numeric_limits<float>::infinity());
     const auto xi = tf::tensor::from_values<std::int32_t>({3, 5}, image_shape(format, 1, 1, 2, 1));
     REQUIRE(xi.ok());
-    auto mi = tf::call<std::int32_t>(device, max, *xi);
+    auto mi = tf::test::call<std::int32_t>(device, max, *xi);
     REQUIRE(mi.ok());
     CHECK(mi->template unchecked_values<std::int32_t>()[1] == std::numeric_limits<std::int32_t>::lowest());
   }
@@ -313,91 +313,91 @@ TEST_CASE("conv2d reports bad inputs and attributes", "[conv][errors]") {
   const auto code = tf::status_code::invalid_argument;
   const auto x = random_tensor<float>(tf::shape{1, 5, 5, 3}, 1);
   const auto f = random_tensor<float>(tf::shape{3, 3, 3, 4}, 2);
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, random_tensor<float>(tf::shape{5, 5, 3}, 3), f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, random_tensor<float>(tf::shape{5, 5, 3}, 3), f), code,
                 "conv2d: input 0 (NHWC images) must have rank 4, got shape [5, 5, 3]");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{3, 3, 3, 4, 1}, 3)),
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{3, 3, 3, 4, 1}, 3)),
                 code, "conv2d: input 1 (HWIO filter) must have rank 4, got shape [3, 3, 3, 4, 1]");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{3, 3, 2, 4}, 3)), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{3, 3, 2, 4}, 3)), code,
                 "conv2d: input 0 has 3 channels but the filter expects 2 (input shape [1, 5, 5, 3], filter shape "
                 "[3, 3, 2, 4])");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.stride_h = 0}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.stride_h = 0}, x, f), code,
                 "conv2d: strides must be >= 1, got stride_h 0 and stride_w 1");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.stride_w = -2}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.stride_w = -2}, x, f), code,
                 "conv2d: strides must be >= 1, got stride_h 1 and stride_w -2");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.dilation_w = 0}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.dilation_w = 0}, x, f), code,
                 "conv2d: dilations must be >= 1, got dilation_h 1 and dilation_w 0");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = static_cast<padding>(7)}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.pad = static_cast<padding>(7)}, x, f), code,
                 "conv2d: invalid padding code 7");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{0, 3, 3, 4}, 3)), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{0, 3, 3, 4}, 3)), code,
                 "conv2d: the filter's height and width must be >= 1, got filter shape [0, 3, 3, 4]");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{6, 3, 3, 4}, 3)), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x, random_tensor<float>(tf::shape{6, 3, 3, 4}, 3)), code,
                 "conv2d: with valid padding the filter (6 x 3 after dilation) is larger than the input's 5 x 5 image");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.dilation_w = 3}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.dilation_w = 3}, x, f), code,
                 "conv2d: with valid padding the filter (3 x 7 after dilation) is larger than the input's 5 x 5 image");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .dilation_w = 4, .pad_left = 1}, x, f),
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .dilation_w = 4, .pad_left = 1}, x, f),
                 code,
                 "conv2d: with explicit padding the filter (3 x 9 after dilation) is larger than the input's 5 x 5 image "
                 "with its padding (5 x 6), so the output would be empty (input shape [1, 5, 5, 3])");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::same, .pad_top = 1}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.pad = padding::same, .pad_top = 1}, x, f), code,
                 "conv2d: pad_top, pad_bottom, pad_left and pad_right are for explicit padding; with same padding they "
                 "must be 0, got 1, 0, 0, 0");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .pad_right = -1}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.pad = padding::explicit_, .pad_right = -1}, x, f), code,
                 "conv2d: explicit pads must be in [0, 2147483647], got pad_top 0, pad_bottom 0, pad_left 0 and "
                 "pad_right -1");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.format = static_cast<data_format>(2)}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.format = static_cast<data_format>(2)}, x, f), code,
                 "conv2d: invalid data_format code 2");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.format = data_format::nchw}, x, f), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.format = data_format::nchw}, x, f), code,
                 "conv2d: input 0 has 5 channels but the filter expects 3 (input shape [1, 5, 5, 3], filter shape "
                 "[3, 3, 3, 4])");
-  require_error(tf::call<float>(device, tf::ops::conv2d{.format = data_format::nchw},
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{.format = data_format::nchw},
                                 random_tensor<float>(tf::shape{5, 5, 3}, 3), f),
                 code, "conv2d: input 0 (NCHW images) must have rank 4, got shape [5, 5, 3]");
   // The same filters fit with same padding.
-  REQUIRE(tf::call<float>(device, tf::ops::conv2d{.pad = padding::same, .dilation_w = 3}, x, f).ok());
+  REQUIRE(tf::test::call<float>(device, tf::ops::conv2d{.pad = padding::same, .dilation_w = 3}, x, f).ok());
   // dtypes: floating only, one dtype for both inputs, and the kernel's dtype must be input 0's.
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, random_tensor<std::int32_t>(tf::shape{1, 5, 5, 3}, 4),
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, random_tensor<std::int32_t>(tf::shape{1, 5, 5, 3}, 4),
                                        random_tensor<std::int32_t>(tf::shape{3, 3, 3, 4}, 5)),
                 code, "conv2d: input dtype i32 is not supported");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x, random_tensor<double>(tf::shape{3, 3, 3, 4}, 5)), code,
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x, random_tensor<double>(tf::shape{3, 3, 3, 4}, 5)), code,
                 "conv2d: all inputs must have one dtype, input 0 is f32 and input 1 is f64");
-  require_error(tf::call<double>(device, tf::ops::conv2d{}, x, f), code,
+  require_error(tf::test::call<double>(device, tf::ops::conv2d{}, x, f), code,
                 "conv2d: called with the kernel for f64 but input 0 has dtype f32");
-  require_error(tf::call<float>(device, tf::ops::conv2d{}, x), code, "conv2d: expects 2 inputs, got 1");
+  require_error(tf::test::call<float>(device, tf::ops::conv2d{}, x), code, "conv2d: expects 2 inputs, got 1");
 }
 
 TEST_CASE("pools report bad inputs and attributes", "[pool][errors]") {
   tf::cpu device;
   const auto code = tf::status_code::invalid_argument;
   const auto x = random_tensor<float>(tf::shape{1, 5, 6, 3}, 1);
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{}, random_tensor<float>(tf::shape{5, 6, 3}, 2)), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{}, random_tensor<float>(tf::shape{5, 6, 3}, 2)), code,
                 "max_pool2d: input (NHWC images) must have rank 4, got shape [5, 6, 3]");
-  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.window_w = 0}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::avg_pool2d{.window_w = 0}, x), code,
                 "avg_pool2d: windows must be >= 1, got window_h 2 and window_w 0");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.stride_h = 0}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.stride_h = 0}, x), code,
                 "max_pool2d: strides must be >= 1, got stride_h 0 and stride_w 2");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.pad = static_cast<padding>(3)}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.pad = static_cast<padding>(3)}, x), code,
                 "max_pool2d: invalid padding code 3");
-  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.window_h = 6}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::avg_pool2d{.window_h = 6}, x), code,
                 "avg_pool2d: with valid padding the window (6 x 2 after dilation) is larger than the input's 5 x 6 "
                 "image, so the output would be empty (input shape [1, 5, 6, 3])");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.window_w = 7}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.window_w = 7}, x), code,
                 "max_pool2d: with valid padding the window (2 x 7 after dilation) is larger than the input's 5 x 6 image");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.dilation_h = 0}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.dilation_h = 0}, x), code,
                 "max_pool2d: dilations must be >= 1, got dilation_h 0 and dilation_w 1");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.pad = padding::explicit_, .pad_top = 2}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.pad = padding::explicit_, .pad_top = 2}, x), code,
                 "max_pool2d: explicit pads must be smaller than the window (2 x 2 after dilation), got pad_top 2, "
                 "pad_bottom 0, pad_left 0 and pad_right 0: a window would lie wholly in the padding");
-  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.pad = padding::same, .ceil_mode = true}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::avg_pool2d{.pad = padding::same, .ceil_mode = true}, x), code,
                 "avg_pool2d: ceil_mode applies to valid and explicit padding, not to same");
-  require_error(tf::call<float>(device, tf::ops::avg_pool2d{.pad = padding::valid, .pad_left = 1}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::avg_pool2d{.pad = padding::valid, .pad_left = 1}, x), code,
                 "avg_pool2d: pad_top, pad_bottom, pad_left and pad_right are for explicit padding; with valid "
                 "padding they must be 0, got 0, 0, 1, 0");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{.format = data_format::nchw}, random_tensor<float>(tf::shape{1, 3, 1, 6}, 2)),
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{.format = data_format::nchw}, random_tensor<float>(tf::shape{1, 3, 1, 6}, 2)),
                 code, "max_pool2d: with valid padding the window (2 x 2 after dilation) is larger than the input's 1 x 6 image");
-  REQUIRE(tf::call<float>(device, tf::ops::max_pool2d{.window_w = 7, .pad = padding::same}, x).ok());
-  require_error(tf::call<float>(device, tf::ops::avg_pool2d{}, random_tensor<std::int32_t>(tf::shape{1, 4, 4, 1}, 3)),
+  REQUIRE(tf::test::call<float>(device, tf::ops::max_pool2d{.window_w = 7, .pad = padding::same}, x).ok());
+  require_error(tf::test::call<float>(device, tf::ops::avg_pool2d{}, random_tensor<std::int32_t>(tf::shape{1, 4, 4, 1}, 3)),
                 code, "avg_pool2d: input dtype i32 is not supported");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{}, random_tensor<double>(tf::shape{1, 4, 4, 1}, 3)), code,
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{}, random_tensor<double>(tf::shape{1, 4, 4, 1}, 3)), code,
                 "max_pool2d: called with the kernel for f32 but input 0 has dtype f64");
-  require_error(tf::call<float>(device, tf::ops::max_pool2d{}, x, x), code, "max_pool2d: expects 1 input, got 2");
+  require_error(tf::test::call<float>(device, tf::ops::max_pool2d{}, x, x), code, "max_pool2d: expects 1 input, got 2");
 }

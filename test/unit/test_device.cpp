@@ -142,12 +142,12 @@ std::vector<tf::tensor> run_kernels(auto& device) {
     out.push_back(*r);
     return *r;
   };
-  const tf::tensor m = keep(tf::call<float>(device, tf::ops::matmul{}, a, b));      // [33, 17] x [17, 9] -> [33, 9]
-  const tf::tensor s = keep(tf::call<float>(device, tf::ops::add{}, m, row));       // + [9], broadcast
-  const tf::tensor r = keep(tf::call<float>(device, tf::ops::relu{}, s));
-  keep(tf::call<float>(device, tf::ops::softmax{}, r));
-  keep(tf::call<float>(device, tf::ops::reduce_sum{}, r));
-  keep(tf::call<float>(device, tf::ops::conv2d{}, images, filter));                 // -> [2, 7, 7, 5]
+  const tf::tensor m = keep(tf::test::call<float>(device, tf::ops::matmul{}, a, b));      // [33, 17] x [17, 9] -> [33, 9]
+  const tf::tensor s = keep(tf::test::call<float>(device, tf::ops::add{}, m, row));       // + [9], broadcast
+  const tf::tensor r = keep(tf::test::call<float>(device, tf::ops::relu{}, s));
+  keep(tf::test::call<float>(device, tf::ops::softmax{}, r));
+  keep(tf::test::call<float>(device, tf::ops::reduce_sum{}, r));
+  keep(tf::test::call<float>(device, tf::ops::conv2d{}, images, filter));                 // -> [2, 7, 7, 5]
   return out;
 }
 
@@ -235,12 +235,12 @@ TEST_CASE("a full allocator makes call return resource_exhausted, naming what an
   const tf::tensor a = tf::test::random_tensor<float>(tf::shape{256, 16}, 1);
   const tf::tensor b = tf::test::random_tensor<float>(tf::shape{16, 256}, 2);
   // [256, 16] x [16, 256] -> [256, 256]: 256 KiB under a limit of 64 KiB.
-  const auto y = tf::call<float>(device, tf::ops::matmul{}, a, b);
+  const auto y = tf::test::call<float>(device, tf::ops::matmul{}, a, b);
   tf::test::require_error(y, tf::status_code::resource_exhausted,
                           "cannot allocate f32[256, 256] (262144 bytes) on /job:localhost/replica:0/task:0/device:CPU:0: bfc: ");
   tf::test::require_error(y, tf::status_code::resource_exhausted, "bytes_limit=65536");
   // Smaller outputs still fit: the failure left the pool as it was.
-  const auto small = tf::call<float>(device, tf::ops::matmul{}, tf::test::random_tensor<float>(tf::shape{4, 16}, 3), b);
+  const auto small = tf::test::call<float>(device, tf::ops::matmul{}, tf::test::random_tensor<float>(tf::shape{4, 16}, 3), b);
   REQUIRE(small.ok());
   CHECK(device.allocator().stats().bytes_in_use == 4 * 256 * 4);
 
@@ -281,11 +281,11 @@ TEST_CASE("tensors keep a stateful allocator alive after the policy is gone", "[
     {
       logging_cpu device(std::in_place, &log);
       const auto x = tf::tensor::from_values<float>({-1, 2, -3, 4}, tf::shape{2, 2});
-      auto y = tf::call<float>(device, tf::ops::relu{}, *x);
+      auto y = tf::test::call<float>(device, tf::ops::relu{}, *x);
       REQUIRE(y.ok());
       kept = *y;
       auto copy = device;  // copies of a policy share its allocator
-      auto z = tf::call<float>(copy, tf::ops::neg{}, *x);
+      auto z = tf::test::call<float>(copy, tf::ops::neg{}, *x);
       REQUIRE(z.ok());
       CHECK(device.allocator().stats().num_allocs == 2);
       CHECK(device.memory().owners() == 4);  // device, copy, y's and z's buffers

@@ -118,27 +118,27 @@ TEST_CASE("matmul shape inference at compile time", "[linalg][matmul][static]") 
 TEST_CASE("matmul reports bad inputs", "[linalg][matmul][errors]") {
   tf::cpu device;
   const auto f = [](const tf::shape& s) { return random_tensor<float>(s, 3); };
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({2, 3}), f({4, 5})), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({2, 3}), f({4, 5})), tf::status_code::invalid_argument,
                 "matmul: inner dimensions differ: a is [2, 3] (k = 3), b is [4, 5] (k = 4)");
-  require_error(tf::call<float>(device, tf::ops::matmul{.transpose_b = true}, f({2, 3}), f({3, 4})),
+  require_error(tf::test::call<float>(device, tf::ops::matmul{.transpose_b = true}, f({2, 3}), f({3, 4})),
                 tf::status_code::invalid_argument,
                 "matmul: inner dimensions differ: a is [2, 3] (k = 3), b is [3, 4] (transposed, k = 4)");
-  require_error(tf::call<float>(device, tf::ops::matmul{.transpose_a = true}, f({2, 3}), f({3, 4})),
+  require_error(tf::test::call<float>(device, tf::ops::matmul{.transpose_a = true}, f({2, 3}), f({3, 4})),
                 tf::status_code::invalid_argument, "a is [2, 3] (transposed, k = 2), b is [3, 4] (k = 3)");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({2, 3, 4}), f({5, 4, 6})),
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({2, 3, 4}), f({5, 4, 6})),
                 tf::status_code::invalid_argument,
                 "matmul: the batch dimensions of a [2, 3, 4] and b [5, 4, 6] do not broadcast (shapes [2] and [5]");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({3}), f({3, 4})), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({3}), f({3, 4})), tf::status_code::invalid_argument,
                 "matmul: input 0 (a) must have rank >= 2, got shape [3]");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({2, 3}), f({3})), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({2, 3}), f({3})), tf::status_code::invalid_argument,
                 "matmul: input 1 (b) must have rank >= 2, got shape [3]");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({2, 3}), random_tensor<double>(tf::shape{3, 4}, 1)),
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({2, 3}), random_tensor<double>(tf::shape{3, 4}, 1)),
                 tf::status_code::invalid_argument, "matmul: all inputs must have one dtype, input 0 is f32 and input 1 is f64");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, random_tensor<bool>(tf::shape{2, 2}, 1),
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, random_tensor<bool>(tf::shape{2, 2}, 1),
                                 random_tensor<bool>(tf::shape{2, 2}, 2)),
                 tf::status_code::invalid_argument, "matmul: input dtype bool is not supported");
-  require_error(tf::call<double>(device, tf::ops::matmul{}, f({2, 3}), f({3, 4})), tf::status_code::invalid_argument,
+  require_error(tf::test::call<double>(device, tf::ops::matmul{}, f({2, 3}), f({3, 4})), tf::status_code::invalid_argument,
                 "matmul: called with the kernel for f64 but input 0 has dtype f32");
-  require_error(tf::call<float>(device, tf::ops::matmul{}, f({2, 3})), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::matmul{}, f({2, 3})), tf::status_code::invalid_argument,
                 "matmul: expects 2 inputs, got 1");
 }

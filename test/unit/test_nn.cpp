@@ -33,7 +33,7 @@ void check_bias_add(Device& device) {
     const std::int64_t channels = s[s.rank() - 1];
     const auto x = random_tensor<T>(s, seed++, -100, 100);
     const auto bias = random_tensor<T>(tf::shape{channels}, seed++, -100, 100);
-    auto y = tf::call<T>(device, tf::ops::bias_add{}, x, bias);
+    auto y = tf::test::call<T>(device, tf::ops::bias_add{}, x, bias);
     REQUIRE(y.ok());
     const auto xv = as_doubles<T>(x);
     const auto bv = as_doubles<T>(bias);
@@ -99,7 +99,7 @@ void check_softmax_op(Device& device, double lo, double hi) {
     INFO(Op::name << ", dtype " << tf::name_of(tf::dtype_of<T>) << ", shape " << c.s.to_string() << ", axis "
                   << c.axis << ", inputs in [" << lo << ", " << hi << "]");
     const auto x = random_tensor<T>(c.s, seed++, lo, hi);
-    auto y = tf::call<T>(device, Op{.axis = c.axis}, x);
+    auto y = tf::test::call<T>(device, Op{.axis = c.axis}, x);
     REQUIRE(y.ok());
     const auto expected = reference_softmax(c.s, c.axis, as_doubles<T>(x), log);
     require_close<T>(*y, c.s, expected);
@@ -140,7 +140,7 @@ void check_batch_norm(Device& device, double epsilon) {
     const auto offset = random_tensor<T>(channel_shape, seed++, -2, 2);
     const auto mean = random_tensor<T>(channel_shape, seed++, -1, 1);
     const auto variance = random_tensor<T>(channel_shape, seed++, 0.05, 3);
-    auto y = tf::call<T>(device, tf::ops::batch_norm{.epsilon = epsilon}, x, scale, offset, mean, variance);
+    auto y = tf::test::call<T>(device, tf::ops::batch_norm{.epsilon = epsilon}, x, scale, offset, mean, variance);
     REQUIRE(y.ok());
     const auto xv = as_doubles<T>(x), sv = as_doubles<T>(scale), ov = as_doubles<T>(offset), mv = as_doubles<T>(mean),
                vv = as_doubles<T>(variance);
@@ -169,7 +169,7 @@ template <class T>
 void check_top_k_case(auto& device, const top_k_case& c, const tf::tensor& x, bool sorted) {
   INFO("top_k " << c.s.to_string() << " k " << c.k << (sorted ? " sorted" : " in row order") << ", dtype "
                 << tf::name_of(tf::dtype_of<T>));
-  auto y = tf::call<T>(device, tf::ops::top_k{.k = c.k, .sorted = sorted}, x);
+  auto y = tf::test::call<T>(device, tf::ops::top_k{.k = c.k, .sorted = sorted}, x);
   INFO("status: " << y.status().to_string());
   REQUIRE(y.ok());
   REQUIRE(y->size() == 2);
@@ -243,10 +243,10 @@ TEMPLATE_LIST_TEST_CASE("softmax of large-magnitude inputs stays finite", "[nn][
   SECTION("all equal and huge") {
     auto x = tf::tensor::from_values<float>({1000.0f, 1000.0f, -1000.0f, -1000.0f}, tf::shape{2, 2});
     REQUIRE(x.ok());
-    auto s = tf::call<float>(device, tf::ops::softmax{}, *x);
+    auto s = tf::test::call<float>(device, tf::ops::softmax{}, *x);
     REQUIRE(s.ok());
     require_close<float>(*s, tf::shape{2, 2}, {0.5, 0.5, 0.5, 0.5});
-    auto l = tf::call<float>(device, tf::ops::log_softmax{.axis = 0}, *x);
+    auto l = tf::test::call<float>(device, tf::ops::log_softmax{.axis = 0}, *x);
     REQUIRE(l.ok());
     require_close<float>(*l, tf::shape{2, 2}, {0.0, 0.0, -2000.0, -2000.0});
   }
@@ -310,46 +310,46 @@ TEST_CASE("nn ops report bad inputs", "[nn][errors]") {
   using tf::status_code;
 
   // bias_add
-  require_error(tf::call<float>(device, tf::ops::bias_add{}, f({2, 3}), f({4})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::bias_add{}, f({2, 3}), f({4})), status_code::invalid_argument,
                 "bias_add: input 1 (bias) has length 4 but there are 3 channels (input 0 has shape [2, 3])");
-  require_error(tf::call<float>(device, tf::ops::bias_add{}, f({2, 3}), f({1, 3})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::bias_add{}, f({2, 3}), f({1, 3})), status_code::invalid_argument,
                 "bias_add: input 1 (bias) must have rank 1, got shape [1, 3]");
-  require_error(tf::call<float>(device, tf::ops::bias_add{}, f({}), f({1})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::bias_add{}, f({}), f({1})), status_code::invalid_argument,
                 "bias_add: input 0 (value) must have rank >= 1, got shape []");
-  require_error(tf::call<std::int32_t>(device, tf::ops::bias_add{}, i({2, 3}), f({3})), status_code::invalid_argument,
+  require_error(tf::test::call<std::int32_t>(device, tf::ops::bias_add{}, i({2, 3}), f({3})), status_code::invalid_argument,
                 "bias_add: all inputs must have one dtype, input 0 is i32 and input 1 is f32");
 
   // softmax, log_softmax
-  require_error(tf::call<float>(device, tf::ops::softmax{.axis = 2}, f({2, 3})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::softmax{.axis = 2}, f({2, 3})), status_code::invalid_argument,
                 "softmax: axis 2 is out of range for an input of rank 2 (shape [2, 3]); expected -2 <= axis < 2");
-  require_error(tf::call<float>(device, tf::ops::log_softmax{.axis = -3}, f({2, 3})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::log_softmax{.axis = -3}, f({2, 3})), status_code::invalid_argument,
                 "log_softmax: axis -3 is out of range for an input of rank 2");
-  require_error(tf::call<float>(device, tf::ops::softmax{}, f({})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::softmax{}, f({})), status_code::invalid_argument,
                 "softmax: input must have rank >= 1, got shape []");
-  require_error(tf::call<float>(device, tf::ops::softmax{}, i({2, 3})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::softmax{}, i({2, 3})), status_code::invalid_argument,
                 "softmax: input dtype i32 is not supported; expected a floating-point dtype");
-  require_error(tf::call<float>(device, tf::ops::log_softmax{}, i({2, 3})), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::log_softmax{}, i({2, 3})), status_code::invalid_argument,
                 "log_softmax: input dtype i32 is not supported");
 
   // batch_norm
   const auto v = f({3});
-  require_error(tf::call<float>(device, tf::ops::batch_norm{.epsilon = -1}, f({2, 3}), v, v, v, v),
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{.epsilon = -1}, f({2, 3}), v, v, v, v),
                 status_code::invalid_argument, "batch_norm: epsilon must be >= 0, got -1");
   require_error(
-      tf::call<float>(device, tf::ops::batch_norm{.epsilon = std::numeric_limits<double>::quiet_NaN()}, f({2, 3}), v,
+      tf::test::call<float>(device, tf::ops::batch_norm{.epsilon = std::numeric_limits<double>::quiet_NaN()}, f({2, 3}), v,
                       v, v, v),
       status_code::invalid_argument, "batch_norm: epsilon must be >= 0, got nan");
-  require_error(tf::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, f({4}), v),
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, f({4}), v),
                 status_code::invalid_argument,
                 "batch_norm: input 3 (mean) has length 4 but there are 3 channels (input 0 has shape [2, 3])");
-  require_error(tf::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, v, f({3, 1})),
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, v, f({3, 1})),
                 status_code::invalid_argument, "batch_norm: input 4 (variance) must have rank 1, got shape [3, 1]");
-  require_error(tf::call<float>(device, tf::ops::batch_norm{}, f({}), v, v, v, v), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{}, f({}), v, v, v, v), status_code::invalid_argument,
                 "batch_norm: input 0 (x) must have rank >= 1, got shape []");
   const auto vi = i({3});
-  require_error(tf::call<float>(device, tf::ops::batch_norm{}, i({2, 3}), vi, vi, vi, vi),
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{}, i({2, 3}), vi, vi, vi, vi),
                 status_code::invalid_argument, "batch_norm: input dtype i32 is not supported");
-  require_error(tf::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, v), status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::batch_norm{}, f({2, 3}), v, v, v), status_code::invalid_argument,
                 "batch_norm: expects 5 inputs, got 4");
 }
 
@@ -371,11 +371,11 @@ TEMPLATE_LIST_TEST_CASE("top_k matches its reference, ties and NaN included", "[
 TEST_CASE("top_k reports bad k, ranks and dtypes", "[nn][top_k][errors]") {
   tf::cpu device;
   const auto x = random_tensor<float>(tf::shape{3, 4}, 1);
-  require_error(tf::call<float>(device, tf::ops::top_k{.k = 5}, x), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::top_k{.k = 5}, x), tf::status_code::invalid_argument,
                 "top_k: k = 5 is larger than the last dimension of input shape [3, 4] (4)");
-  require_error(tf::call<float>(device, tf::ops::top_k{.k = -1}, x), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::top_k{.k = -1}, x), tf::status_code::invalid_argument,
                 "top_k: k must be >= 0, got -1");
-  require_error(tf::call<float>(device, tf::ops::top_k{}, random_tensor<float>(tf::shape{}, 1)),
+  require_error(tf::test::call<float>(device, tf::ops::top_k{}, random_tensor<float>(tf::shape{}, 1)),
                 tf::status_code::invalid_argument, "top_k: input must have rank >= 1");
   const tf::tensor_spec flags[] = {{tf::dtype::boolean, tf::shape{2}}};
   require_error(tf::infer(tf::ops::top_k{}, flags), tf::status_code::invalid_argument, "top_k: ");
@@ -396,7 +396,7 @@ void check_layer_norm(Device& device, const tf::shape& s, std::int64_t axis, dou
   const auto x = tf::test::random_tensor<T>(s, 11, -3, 5);
   const auto scale = tf::test::random_tensor<T>(normalized, 12);
   const auto offset = tf::test::random_tensor<T>(normalized, 13);
-  auto y = tf::call<T>(device, tf::ops::layer_norm{.axis = axis, .epsilon = epsilon}, x, scale, offset);
+  auto y = tf::test::call<T>(device, tf::ops::layer_norm{.axis = axis, .epsilon = epsilon}, x, scale, offset);
   REQUIRE(y.ok());
   const auto xv = tf::test::as_doubles<T>(x), sv = tf::test::as_doubles<T>(scale), ov = tf::test::as_doubles<T>(offset);
   const std::size_t cols = sv.size(), rows = cols ? xv.size() / cols : 0;
@@ -431,16 +431,16 @@ TEST_CASE("layer_norm reports bad shapes and attributes", "[nn][layer_norm][erro
   const auto x = tf::test::random_tensor<float>(tf::shape{2, 3, 4}, 1);
   const auto v4 = tf::test::random_tensor<float>(tf::shape{4}, 2);
   const auto m34 = tf::test::random_tensor<float>(tf::shape{3, 4}, 3);
-  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, v4, v4), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, v4, v4), tf::status_code::invalid_argument,
                 "layer_norm: scale (input 1) has shape [4]; it must be [3, 4], the dimensions of input shape [2, 3, 4] "
                 "from axis 1 on");
-  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, m34, v4), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::layer_norm{.axis = 1}, x, m34, v4), tf::status_code::invalid_argument,
                 "layer_norm: offset (input 2) has shape [4]");
-  require_error(tf::call<float>(device, tf::ops::layer_norm{.axis = 3}, x, v4, v4), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::layer_norm{.axis = 3}, x, v4, v4), tf::status_code::invalid_argument,
                 "layer_norm: axis 3 is out of range for rank 3");
-  require_error(tf::call<float>(device, tf::ops::layer_norm{.epsilon = -1}, x, v4, v4), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::layer_norm{.epsilon = -1}, x, v4, v4), tf::status_code::invalid_argument,
                 "layer_norm: epsilon must be >= 0, got -1");
   const auto xi = tf::test::random_tensor<std::int32_t>(tf::shape{2, 4}, 1);
-  require_error(tf::call<float>(device, tf::ops::layer_norm{}, xi, v4, v4), tf::status_code::invalid_argument,
+  require_error(tf::test::call<float>(device, tf::ops::layer_norm{}, xi, v4, v4), tf::status_code::invalid_argument,
                 "layer_norm: all inputs must have one dtype, input 0 is i32 and input 1 is f32");
 }

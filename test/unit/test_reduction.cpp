@@ -186,7 +186,7 @@ void check_reduction(Device& device, const tf::shape& s, const tf::int_list& axe
   INFO(Op::name << " " << tf::name_of(tf::dtype_of<T>) << s.to_string() << " over axes " << axes.to_string()
                 << (keep_dims ? ", keep_dims" : ""));
   const tf::tensor x = make_input<T>(k, s, count, seed);
-  auto y = tf::call<T>(device, op, x);
+  auto y = tf::test::call<T>(device, op, x);
   INFO("status: " << y.status().to_string());
   REQUIRE(y.ok());
   require_reduction<T>(*y, reduced_shape(s, mask, keep_dims), reference_reduce<T>(k, x, mask), k);
@@ -276,14 +276,14 @@ TEMPLATE_LIST_TEST_CASE("reductions follow TensorFlow on special values", "[redu
     const tf::ops::reduce_max max_over_1{.axes = {1}};
     const tf::ops::reduce_min min_over_1{.axes = {1}};
     const tf::ops::reduce_mean mean_over_1{.axes = {1}};
-    const tf::tensor max_f = *tf::call<float>(device, max_over_1, *xf);
-    const tf::tensor min_f = *tf::call<float>(device, min_over_1, *xf);
-    const tf::tensor mean_f = *tf::call<float>(device, mean_over_1, *xf);
-    const tf::tensor max_i = *tf::call<std::int32_t>(device, max_over_1, *xi);
-    const tf::tensor min_i = *tf::call<std::int32_t>(device, min_over_1, *xi);
-    const tf::tensor mean_i = *tf::call<std::int32_t>(device, mean_over_1, *xi);
-    const tf::tensor sum_f = *tf::call<float>(device, tf::ops::reduce_sum{.axes = {1}}, *xf);
-    const tf::tensor prod_f = *tf::call<float>(device, tf::ops::reduce_prod{.axes = {1}}, *xf);
+    const tf::tensor max_f = *tf::test::call<float>(device, max_over_1, *xf);
+    const tf::tensor min_f = *tf::test::call<float>(device, min_over_1, *xf);
+    const tf::tensor mean_f = *tf::test::call<float>(device, mean_over_1, *xf);
+    const tf::tensor max_i = *tf::test::call<std::int32_t>(device, max_over_1, *xi);
+    const tf::tensor min_i = *tf::test::call<std::int32_t>(device, min_over_1, *xi);
+    const tf::tensor mean_i = *tf::test::call<std::int32_t>(device, mean_over_1, *xi);
+    const tf::tensor sum_f = *tf::test::call<float>(device, tf::ops::reduce_sum{.axes = {1}}, *xf);
+    const tf::tensor prod_f = *tf::test::call<float>(device, tf::ops::reduce_prod{.axes = {1}}, *xf);
     for (std::int64_t i = 0; i < 2; ++i) {
       CHECK(*max_f.at<float>(i) == -inf);
       CHECK(*min_f.at<float>(i) == inf);
@@ -305,8 +305,8 @@ TEMPLATE_LIST_TEST_CASE("reductions follow TensorFlow on special values", "[redu
     v[40 + 4] = -inf;
     const auto x = tf::tensor::from_values<float>(std::span<const float>(v), tf::shape{3, 20});
     REQUIRE(x.ok());
-    const tf::tensor mx = *tf::call<float>(device, tf::ops::reduce_max{.axes = {1}}, *x);
-    const tf::tensor mn = *tf::call<float>(device, tf::ops::reduce_min{.axes = {-1}}, *x);
+    const tf::tensor mx = *tf::test::call<float>(device, tf::ops::reduce_max{.axes = {1}}, *x);
+    const tf::tensor mn = *tf::test::call<float>(device, tf::ops::reduce_min{.axes = {-1}}, *x);
     CHECK(std::isnan(*mx.at<float>(0)));
     CHECK(std::isnan(*mx.at<float>(1)));
     CHECK(*mx.at<float>(2) == inf);
@@ -314,7 +314,7 @@ TEMPLATE_LIST_TEST_CASE("reductions follow TensorFlow on special values", "[redu
     CHECK(std::isnan(*mn.at<float>(1)));
     CHECK(*mn.at<float>(2) == -inf);
     // Along the other axis (the [r, k] form), column 5 holds the NaN.
-    const tf::tensor col = *tf::call<float>(device, tf::ops::reduce_max{.axes = {0}}, *x);
+    const tf::tensor col = *tf::test::call<float>(device, tf::ops::reduce_max{.axes = {0}}, *x);
     CHECK(std::isnan(*col.at<float>(5)));
     CHECK(std::isnan(*col.at<float>(19)));
     CHECK(*col.at<float>(3) == inf);
@@ -324,7 +324,7 @@ TEMPLATE_LIST_TEST_CASE("reductions follow TensorFlow on special values", "[redu
   SECTION("integer mean truncates toward zero") {
     const auto x = tf::tensor::from_values<std::int32_t>({-7, 0, 7, 0, -5, -5, 2, 2}, tf::shape{4, 2});
     REQUIRE(x.ok());
-    const tf::tensor m = *tf::call<std::int32_t>(device, tf::ops::reduce_mean{.axes = {1}}, *x);
+    const tf::tensor m = *tf::test::call<std::int32_t>(device, tf::ops::reduce_mean{.axes = {1}}, *x);
     CHECK(*m.at<std::int32_t>(0) == -3);
     CHECK(*m.at<std::int32_t>(1) == 3);
     CHECK(*m.at<std::int32_t>(2) == -5);
@@ -376,7 +376,7 @@ void check_argmax(Device& device) {
                      << (ties ? ", with ties" : "") << (last ? ", the last index" : ""));
       const double lo = ties || std::is_unsigned_v<T> ? 0 : -100, hi = ties ? 3 : 100;
       const tf::tensor x = random_tensor<T>(c.s, seed++, lo, hi);
-      auto y = tf::call<T>(device, tf::ops::argmax{.axis = c.axis, .select_last_index = last}, x);
+      auto y = tf::test::call<T>(device, tf::ops::argmax{.axis = c.axis, .select_last_index = last}, x);
       INFO("status: " << y.status().to_string());
       REQUIRE(y.ok());
       const tf::tensor out = *y;
@@ -405,10 +405,10 @@ TEMPLATE_LIST_TEST_CASE("argmax matches its reference", "[reduction][argmax]", t
   SECTION("ties give the first index") {
     const auto x = tf::tensor::from_values<float>({3, 1, 3, 2, 3, 5, 5, 5, 5, 5}, tf::shape{2, 5});
     REQUIRE(x.ok());
-    const tf::tensor y = *tf::call<float>(device, tf::ops::argmax{.axis = 1}, *x);
+    const tf::tensor y = *tf::test::call<float>(device, tf::ops::argmax{.axis = 1}, *x);
     CHECK(*y.at<std::int64_t>(0) == 0);
     CHECK(*y.at<std::int64_t>(1) == 0);
-    const tf::tensor z = *tf::call<float>(device, tf::ops::argmax{.axis = 0}, *x);
+    const tf::tensor z = *tf::test::call<float>(device, tf::ops::argmax{.axis = 0}, *x);
     CHECK(*z.at<std::int64_t>(0) == 1);
     CHECK(*z.at<std::int64_t>(2) == 1);
     CHECK(*z.at<std::int64_t>(3) == 1);
@@ -463,28 +463,28 @@ TEST_CASE("reductions report bad inputs", "[reduction][errors]") {
   tf::cpu device;
   const auto x = random_tensor<float>(tf::shape{2, 3, 4}, 1);
   const auto code = tf::status_code::invalid_argument;
-  require_error(tf::call<float>(device, tf::ops::reduce_sum{.axes = {3}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_sum{.axes = {3}}, x), code,
                 "reduce_sum: axis 3 in axes (3) is out of range for an input of rank 3 (shape [2, 3, 4])");
-  require_error(tf::call<float>(device, tf::ops::reduce_mean{.axes = {0, -4}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_mean{.axes = {0, -4}}, x), code,
                 "reduce_mean: axis -4 in axes (0, -4) is out of range for an input of rank 3");
-  require_error(tf::call<float>(device, tf::ops::reduce_max{.axes = {1, -2}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_max{.axes = {1, -2}}, x), code,
                 "reduce_max: axes (1, -2) name axis 1 more than once (input shape [2, 3, 4])");
-  require_error(tf::call<float>(device, tf::ops::reduce_min{.axes = {2, 2}}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_min{.axes = {2, 2}}, x), code,
                 "reduce_min: axes (2, 2) name axis 2 more than once");
-  require_error(tf::call<float>(device, tf::ops::reduce_prod{.axes = {0}}, *tf::tensor::scalar(1.0f)), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_prod{.axes = {0}}, *tf::tensor::scalar(1.0f)), code,
                 "reduce_prod: axis 0 in axes (0) is out of range for an input of rank 0 (shape [])");
-  require_error(tf::call<float>(device, tf::ops::argmax{.axis = 3}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::argmax{.axis = 3}, x), code,
                 "argmax: axis 3 is out of range for an input of rank 3 (shape [2, 3, 4])");
-  require_error(tf::call<float>(device, tf::ops::argmax{.axis = -1}, random_tensor<float>(tf::shape{3, 0}, 2)), code,
+  require_error(tf::test::call<float>(device, tf::ops::argmax{.axis = -1}, random_tensor<float>(tf::shape{3, 0}, 2)), code,
                 "argmax: axis 1 of the input (shape [3, 0]) is empty");
 
   // Wrong dtypes: bool is not a number; the kernel's dtype must be input 0's.
   const auto b = random_tensor<bool>(tf::shape{4}, 3);
-  require_error(tf::call<float>(device, tf::ops::reduce_sum{}, b), code, "reduce_sum: input dtype bool is not supported");
-  require_error(tf::call<float>(device, tf::ops::argmax{}, b), code, "argmax: input dtype bool is not supported");
-  require_error(tf::call<double>(device, tf::ops::reduce_prod{}, x), code,
+  require_error(tf::test::call<float>(device, tf::ops::reduce_sum{}, b), code, "reduce_sum: input dtype bool is not supported");
+  require_error(tf::test::call<float>(device, tf::ops::argmax{}, b), code, "argmax: input dtype bool is not supported");
+  require_error(tf::test::call<double>(device, tf::ops::reduce_prod{}, x), code,
                 "reduce_prod: called with the kernel for f64 but input 0 has dtype f32");
-  require_error(tf::call<float>(device, tf::ops::reduce_sum{}, x, x), code, "reduce_sum: expects 1 input, got 2");
+  require_error(tf::test::call<float>(device, tf::ops::reduce_sum{}, x, x), code, "reduce_sum: expects 1 input, got 2");
 }
 
 TEST_CASE("reduction kernels return a status for shapes that inference never saw", "[reduction][errors]") {

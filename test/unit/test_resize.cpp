@@ -153,7 +153,7 @@ void check_resize(Device& device, resize_method method, double lo, double hi) {
                          << tf::ops::name_of(format) << ", input " << xs.to_string() << ", size " << c.height << "x"
                          << c.width << ", scale " << c.scale_h << "x" << c.scale_w);
           const tf::tensor x = random_tensor<T>(xs, seed++, lo, hi);
-          auto y = tf::call<T>(device, op, x);
+          auto y = tf::test::call<T>(device, op, x);
           REQUIRE(y.ok());
           tf::shape expected_shape;
           const auto expected = reference_resize(xs, as_doubles<T>(x), op, expected_shape);
@@ -188,7 +188,7 @@ TEMPLATE_LIST_TEST_CASE("resize gives ONNX's and TensorFlow's documented outputs
     return *t;
   };
   const auto run = [&](const tf::ops::resize& op, const tf::tensor& x) {
-    auto y = tf::call<float>(device, op, x);
+    auto y = tf::test::call<float>(device, op, x);
     REQUIRE(y.ok());
     return *y;
   };
@@ -326,7 +326,7 @@ TEST_CASE("resize reports bad inputs and attributes", "[resize][errors]") {
   tf::cpu device;
   const auto code = tf::status_code::invalid_argument;
   const auto x = random_tensor<float>(tf::shape{1, 5, 6, 3}, 1);
-  const auto run = [&](const tf::ops::resize& op, const tf::tensor& t) { return tf::call<float>(device, op, t); };
+  const auto run = [&](const tf::ops::resize& op, const tf::tensor& t) { return tf::test::call<float>(device, op, t); };
   const tf::ops::resize to_2x2{.height = 2, .width = 2};
   require_error(run(to_2x2, random_tensor<float>(tf::shape{5, 6, 3}, 2)), code,
                 "resize: input (NHWC images) must have rank 4, got shape [5, 6, 3]");
@@ -356,13 +356,13 @@ TEST_CASE("resize reports bad inputs and attributes", "[resize][errors]") {
   // An empty batch may shrink an axis to nothing.
   REQUIRE(run({.scale_h = 0.1, .scale_w = 2}, random_tensor<float>(tf::shape{0, 5, 6, 3}, 2)).ok());
   // dtypes: bilinear takes floating point only, nearest any number but bool.
-  require_error(tf::call<std::int32_t>(device, to_2x2, random_tensor<std::int32_t>(tf::shape{1, 5, 6, 3}, 3)), code,
+  require_error(tf::test::call<std::int32_t>(device, to_2x2, random_tensor<std::int32_t>(tf::shape{1, 5, 6, 3}, 3)), code,
                 "resize: method bilinear needs a floating-point input (f16, bf16, f32, f64), got i32; nearest takes any "
                 "numeric dtype");
-  require_error(tf::call<std::uint8_t>(device, tf::ops::resize{.height = 2, .width = 2, .method = resize_method::nearest},
+  require_error(tf::test::call<std::uint8_t>(device, tf::ops::resize{.height = 2, .width = 2, .method = resize_method::nearest},
                                        random_tensor<bool>(tf::shape{1, 5, 6, 3}, 3)),
                 code, "resize: input dtype bool is not supported; expected a numeric dtype");
-  require_error(tf::call<double>(device, to_2x2, x), code,
+  require_error(tf::test::call<double>(device, to_2x2, x), code,
                 "resize: called with the kernel for f64 but input 0 has dtype f32");
   // Codes outside the enums.
   auto bad = to_2x2;
@@ -377,5 +377,5 @@ TEST_CASE("resize reports bad inputs and attributes", "[resize][errors]") {
   bad = to_2x2;
   bad.format = static_cast<data_format>(2);
   require_error(run(bad, x), code, "resize: invalid data_format code 2");
-  require_error(tf::call<float>(device, to_2x2, x, x), code, "resize: expects 1 input, got 2");
+  require_error(tf::test::call<float>(device, to_2x2, x, x), code, "resize: expects 1 input, got 2");
 }

@@ -46,7 +46,7 @@ void check_unary(Device& device, const Op& op, double lo, double hi, double tol 
   for (const auto& s : elementwise_shapes) {
     INFO("op " << Op::name << ", dtype " << tf::name_of(tf::dtype_of<T>) << ", shape " << s.to_string());
     const auto x = random_tensor<T>(s, seed++, lo, hi);
-    auto y = tf::call<T>(device, op, x);
+    auto y = tf::test::call<T>(device, op, x);
     REQUIRE(y.ok());
     std::vector<double> expected;
     for (double v : as_doubles<T>(x)) {
@@ -114,12 +114,12 @@ TEMPLATE_LIST_TEST_CASE("unary ops match their references", "[unary]", tf::test:
 TEMPLATE_LIST_TEST_CASE("clip keeps NaN and gives max where min > max", "[unary]", tf::test::device_policies) {
   auto device = tf::test::make_device<TestType>();
   auto x = tf::tensor::from_values<float>({std::nanf(""), -3.0f, 0.5f, 9.0f});
-  auto y = tf::call<float>(device, tf::ops::clip{.min = -1, .max = 1}, *x);
+  auto y = tf::test::call<float>(device, tf::ops::clip{.min = -1, .max = 1}, *x);
   REQUIRE(y.ok());
   const float* v = static_cast<const float*>(y->data());
   REQUIRE(std::isnan(v[0]));
   REQUIRE((v[1] == -1.0f && v[2] == 0.5f && v[3] == 1.0f));
-  auto z = tf::call<float>(device, tf::ops::clip{.min = 2, .max = 1}, *x);
+  auto z = tf::test::call<float>(device, tf::ops::clip{.min = 2, .max = 1}, *x);
   REQUIRE(z.ok());
   for (int i = 1; i < 4; ++i) REQUIRE(static_cast<const float*>(z->data())[i] == 1.0f);
 }
@@ -129,18 +129,18 @@ TEMPLATE_LIST_TEST_CASE("special values follow IEEE semantics", "[unary]", tf::t
   const double inf = std::numeric_limits<double>::infinity();
   auto x = tf::tensor::from_values<float>({0.0f, -1.0f, 1e30f, -1e30f}, tf::shape{4});
   REQUIRE(x.ok());
-  auto l = tf::call<float>(device, tf::ops::log{}, *x);
+  auto l = tf::test::call<float>(device, tf::ops::log{}, *x);
   REQUIRE(l.ok());
   const tf::tensor log_y = *l;  // a non-dependent type: no `template` keyword needed below
   CHECK(*log_y.at<float>(0) == -inf);
   CHECK(std::isnan(*log_y.at<float>(1)));
-  auto sp = tf::call<float>(device, tf::ops::softplus{}, *x);
+  auto sp = tf::test::call<float>(device, tf::ops::softplus{}, *x);
   REQUIRE(sp.ok());
   const tf::tensor softplus_y = *sp;
   CHECK(*softplus_y.at<float>(2) == 1e30f);  // no overflow to inf
   CHECK(*softplus_y.at<float>(3) >= 0.0f);
   CHECK(*softplus_y.at<float>(3) < 1e-30f);  // e^-1e30 underflows (Eigen clamps exp at ~e^-88)
-  auto sg = tf::call<float>(device, tf::ops::sigmoid{}, *x);
+  auto sg = tf::test::call<float>(device, tf::ops::sigmoid{}, *x);
   REQUIRE(sg.ok());
   const tf::tensor sigmoid_y = *sg;
   CHECK(*sigmoid_y.at<float>(2) == 1.0f);
@@ -156,7 +156,7 @@ void check_cast(Device& device) {
   // Values that every target type holds, so the conversion is defined (no negatives into u8).
   constexpr bool non_negative = std::is_unsigned_v<From> || std::is_unsigned_v<To>;
   const tf::tensor x = random_tensor<From>(s, 7, non_negative ? 0 : -100, std::is_same_v<From, bool> ? 1 : 100);
-  auto y = tf::call<From>(device, tf::ops::cast{.to = tf::dtype_of<To>}, x);
+  auto y = tf::test::call<From>(device, tf::ops::cast{.to = tf::dtype_of<To>}, x);
   REQUIRE(y.ok());
   std::vector<double> expected;
   for (auto v : x.unchecked_values<From>()) {
@@ -207,7 +207,7 @@ void check_saturating_cast(Device& device) {
   for (double v : in) values.push_back(static_cast<From>(static_cast<float>(v)));  // through float: half and bf16 saturate to inf
   auto x = tf::tensor::from_values<From>(values, tf::shape{static_cast<std::int64_t>(values.size())});
   REQUIRE(x.ok());
-  auto y = tf::call<From>(device, tf::ops::cast{.to = tf::dtype_of<To>}, *x);
+  auto y = tf::test::call<From>(device, tf::ops::cast{.to = tf::dtype_of<To>}, *x);
   REQUIRE(y.ok());
   const auto out = y->template unchecked_values<To>();
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -258,17 +258,17 @@ TEST_CASE("unary ops report bad inputs", "[unary][errors]") {
   const auto xi = random_tensor<std::int32_t>(tf::shape{3}, 1);
   const auto xf = random_tensor<float>(tf::shape{3}, 1);
   // A float op on integers is a dtype error; the kernel dtype must match the input.
-  tf::test::require_error(tf::call<float>(device, tf::ops::exp{}, xi), tf::status_code::invalid_argument,
+  tf::test::require_error(tf::test::call<float>(device, tf::ops::exp{}, xi), tf::status_code::invalid_argument,
                           "exp: input dtype i32 is not supported");
-  tf::test::require_error(tf::call<std::int32_t>(device, tf::ops::relu{}, xf), tf::status_code::invalid_argument,
+  tf::test::require_error(tf::test::call<std::int32_t>(device, tf::ops::relu{}, xf), tf::status_code::invalid_argument,
                           "relu: called with the kernel for i32 but input 0 has dtype f32");
   // Arity is checked.
-  tf::test::require_error(tf::call<float>(device, tf::ops::relu{}, xf, xf), tf::status_code::invalid_argument,
+  tf::test::require_error(tf::test::call<float>(device, tf::ops::relu{}, xf, xf), tf::status_code::invalid_argument,
                           "relu: expects 1 input, got 2");
   // An empty tensor has no storage.
-  tf::test::require_error(tf::call<float>(device, tf::ops::relu{}, tf::tensor{}), tf::status_code::invalid_argument,
+  tf::test::require_error(tf::test::call<float>(device, tf::ops::relu{}, tf::tensor{}), tf::status_code::invalid_argument,
                           "relu: input 0 is an empty tensor");
   // An invalid target dtype for cast.
-  tf::test::require_error(tf::call<float>(device, tf::ops::cast{.to = static_cast<tf::dtype>(42)}, xf),
+  tf::test::require_error(tf::test::call<float>(device, tf::ops::cast{.to = static_cast<tf::dtype>(42)}, xf),
                           tf::status_code::invalid_argument, "cast: invalid target dtype code 42");
 }

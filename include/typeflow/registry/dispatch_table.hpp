@@ -145,8 +145,8 @@ struct dispatch_table {
   template <class K>
   static constexpr kernel_entry entry_of(std::string_view op, dtype type) {
     require_kernel<K>();
-    if constexpr (async_kernel<K>) return kernel_entry{op, type, nullptr, &compute_async_erased<K>, is_expensive<K>, 0};
-    else if constexpr (sync_kernel<K>) return kernel_entry{op, type, &compute_erased<K>, nullptr, is_expensive<K>, 0};
+    if constexpr (async_kernel<K>) return kernel_entry{op, type, nullptr, &compute_async_erased<K>, is_expensive<K>, 0, kernel_id<K>};
+    else if constexpr (sync_kernel<K>) return kernel_entry{op, type, &compute_erased<K>, nullptr, is_expensive<K>, 0, kernel_id<K>};
     else return kernel_entry{};  // unreachable: require_kernel has failed to compile
   }
 

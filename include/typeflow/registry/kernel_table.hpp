@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernel_table<Device>: what a runtime graph looks kernels up in, whatever registry made it.
-//  - kernel_entry<Device>: (op name, dtype) -> a type-erased compute or compute_async;
+//  - kernel_entry<Device>: (op name, dtype) -> a type-erased compute or compute_async, and which
+//    kernel type it is (kernel_id<K>);
+//  - table_kernel<Device>: an entry and the op value it runs, as the launch path takes a kernel;
 //  - op_entry: op name -> how to build the op from its attributes;
 //  - kernel_table<Device>: both, sorted, searched by binary search (constexpr).
 // dispatch_table<Registry, Device> (registry/dispatch_table.hpp) generates the entries, and
@@ -28,6 +30,16 @@ namespace typeflow {
 
 class runtime_op;
 
+namespace detail {
+template <class K>
+inline constexpr char kernel_identity = 0;
+}  // namespace detail
+
+// One address per kernel type in the whole program: what an entry says it runs, comparable
+// without instantiating the kernel.
+template <class K>
+inline constexpr const void* kernel_id = &detail::kernel_identity<K>;
+
 template <class Device>
 struct kernel_entry {
   using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
@@ -39,6 +51,24 @@ struct kernel_entry {
   compute_async_fn compute_async = nullptr;  // an asynchronous kernel's, else null
   bool expensive = false;
   std::size_t order = 0;  // position in the registry's search order; the first wins
+  const void* kernel = nullptr;  // kernel_id<K> of the kernel type K it runs
+};
+
+// An entry and the op value it runs (the registry's op type for entry->op, behind a pointer):
+// how a runtime graph's node, or an eager call through a table (call<T, dispatched<Registry>>),
+// goes through the launch path (runtime/launch.hpp).
+template <class Device>
+struct table_kernel {
+  using device_type = Device;
+  static constexpr bool may_be_async = true;
+  const kernel_entry<Device>* entry;
+  const void* op;
+
+  bool async() const noexcept { return entry->compute_async != nullptr; }
+  status compute(kernel_context<Device>& ctx) const { return entry->compute(op, ctx); }
+  void compute_async(kernel_context<Device>& ctx, kernel_done done) const {
+    entry->compute_async(op, ctx, std::move(done));
+  }
 };
 
 struct op_entry {

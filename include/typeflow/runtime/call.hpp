@@ -6,6 +6,10 @@
 // stays on the device (tf::copy brings it back). A tensor of another device is an error. Everything that depends
 // on the tensors' run-time dtypes and shapes is checked and reported as a status; a missing kernel
 // is a compile error.
+// call<T, dispatched<Registry>> runs the same kernel, still named at compile time, through the
+// registry's dispatch table (kernels_of<Registry, Device>()): a translation unit that includes
+// <typeflow/registry/extern_kernels.hpp> then compiles none of the kernel's code, which the one
+// unit that instantiates the table holds (README, "Compile time").
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -22,9 +26,29 @@
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/op.hpp>
 #include <typeflow/registry/default_registry.hpp>
+#include <typeflow/registry/dispatch_table.hpp>
 #include <typeflow/runtime/launch.hpp>
 
 namespace typeflow {
+
+// As call's Registry: Registry's kernel, reached through its instantiated dispatch table.
+template <class Registry = default_registry>
+struct dispatched {
+  using registry_type = Registry;
+};
+
+namespace detail {
+template <class Registry>
+struct call_registry {
+  using type = Registry;
+  static constexpr bool through_table = false;
+};
+template <class Registry>
+struct call_registry<dispatched<Registry>> {
+  using type = Registry;
+  static constexpr bool through_table = true;
+};
+}  // namespace detail
 
 // What call returns: the output tensor, or for an op with several outputs (split, top_k) all of
 // them in order.
@@ -35,7 +59,8 @@ using call_result = std::conditional_t<multi_output_op<Op>, std::vector<tensor>,
 // in containers.
 template <element_type T, class Registry = default_registry, device_policy Device, op Op>
 result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor> inputs) {
-  using kernel_type = typename Registry::template kernel<Op, Device, T>;
+  using registry = detail::call_registry<Registry>;
+  using kernel_type = typename registry::type::template kernel<Op, Device, T>;
 
   constexpr std::size_t small = 8;
   std::array<tensor_spec, small> specs_small{};
@@ -96,7 +121,19 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
         return true;
       });
   if (!prepared) return st;
-  launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status&) {});
+  if constexpr (registry::through_table) {
+    static_assert(std::is_same_v<typename kernel_type::op_type, Op>);
+    const kernel_entry<Device>* entry = kernels_of<typename registry::type, Device>().find_kernel(Op::name, dtype_of<T>);
+    // The entry for (op, dtype) is the registry's first kernel, the one named above; a table built
+    // from another registry or list order would hold another.
+    if (entry == nullptr || entry->kernel != kernel_id<kernel_type>)
+      return errors::internal(Op::name, ": the dispatch table on ", device.name(), " has ",
+                              entry == nullptr ? "no kernel" : "another kernel", " for ", name_of(dtype_of<T>),
+                              " than the registry names");
+    launch(device, table_kernel<Device>{entry, &o}, inputs, outputs, st, [](status&) {});
+  } else {
+    launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status&) {});
+  }
   if (!st.ok()) return st;
   return y;
 }

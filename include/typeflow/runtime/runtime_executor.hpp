@@ -89,22 +89,6 @@ struct runtime_step {
                                                // outliving the step; null: that of the running thread's scope
 };
 
-// A kernel of a dispatch table and the op value (runtime_op's) it runs: how a runtime graph's node
-// goes through the launch path (runtime/launch.hpp).
-template <class Device>
-struct table_kernel {
-  using device_type = Device;
-  static constexpr bool may_be_async = true;
-  const kernel_entry<Device>* entry;
-  const void* op;
-
-  bool async() const noexcept { return entry->compute_async != nullptr; }
-  status compute(kernel_context<Device>& ctx) const { return entry->compute(op, ctx); }
-  void compute_async(kernel_context<Device>& ctx, kernel_done done) const {
-    entry->compute_async(op, ctx, std::move(done));
-  }
-};
-
 template <class Device, class Registry = default_registry>
 class runtime_executor {
  public:
