@@ -76,7 +76,7 @@ std::vector<double> reference_matmul(const tf::shape& a_shape, const tf::shape& 
 }
 
 // Square, odd, size-1 and size-0 matrices; a large one that the thread pool splits; batches that
-// broadcast either way, that are all ones (one GEMM over stacked rows), that are empty, many
+// broadcast either way, that are all ones or absent in b (one GEMM over stacked rows), that are empty, many
 // small batches and a few large ones.
 const std::vector<matmul_case> matmul_cases = {
     {{}, {}, 2, 3, 4},
@@ -98,6 +98,10 @@ const std::vector<matmul_case> matmul_cases = {
     {{64}, {64}, 8, 8, 8},
     {{2}, {2}, 70, 130, 90},
     {{3, 1}, {1, 2}, 33, 20, 1},
+    // a's batches against one matrix b: one tall GEMM, whose ranges of rows on two threads start
+    // and end inside a batch (21 rows: 0..10 and 10..21).
+    {{3}, {}, 7, 5, 9},
+    {{3}, {1}, 7, 5, 9},
     // Few rows and wide outputs: split by columns on two threads (a backend that does not thread itself).
     {{}, {}, 4, 33, 300},
     {{2}, {2}, 5, 7, 200},

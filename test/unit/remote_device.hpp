@@ -36,7 +36,6 @@ class remote_device {
   result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name(), space()); }
 
   const Eigen::DefaultDevice& eigen() const noexcept { return eigen_; }
-  const eigen_scratch_device& eigen_with_scratch() const noexcept { return scratch_; }
   template <class F>
   void parallel_for(std::int64_t n, double, F&& f) const {
     if (n > 0) f(std::int64_t{0}, n);
@@ -82,7 +81,6 @@ class remote_device {
   }
 
   Eigen::DefaultDevice eigen_;
-  eigen_scratch_device scratch_;
   device_memory<heap_allocator> memory_;
   device_identity identity_{device_type};
   std::atomic<int> pending_{0};

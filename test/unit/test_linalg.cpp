@@ -45,7 +45,6 @@ namespace {
 // A GEMM backend whose library refuses every call (kernels/cpu/gemm.hpp).
 struct refusing_gemm {
   static constexpr std::string_view name = "refusing";
-  static constexpr bool threads_itself = false;
   template <class T>
   static bool run(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t,
                   T*, std::int64_t) {

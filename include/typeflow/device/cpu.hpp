@@ -49,10 +49,6 @@ class basic_cpu : public host_copies {
   int num_threads() const noexcept { return 1; }
 
   const Eigen::DefaultDevice& eigen() const noexcept { return eigen_; }
-  // The device for contractions: its GEMM packing blocks come from the thread's scratch cache
-  // (device/scratch.hpp), so a repeated matmul takes nothing from the heap. Not for elementwise
-  // expressions, which Eigen vectorises only on DefaultDevice itself.
-  const eigen_scratch_device& eigen_with_scratch() const noexcept { return scratch_; }
 
   Allocator& allocator() noexcept { return memory_.allocator(); }
   const Allocator& allocator() const noexcept { return memory_.allocator(); }
@@ -68,7 +64,6 @@ class basic_cpu : public host_copies {
 
  private:
   Eigen::DefaultDevice eigen_;
-  eigen_scratch_device scratch_;
   device_memory<Allocator> memory_;
   device_identity identity_{device_type};
 };

@@ -98,7 +98,6 @@ inline constexpr bool fuses_elementwise = [] {
 template <class D>
 concept eigen_host_device = device_policy<D> && requires(D& d) {
   d.eigen();
-  d.eigen_with_scratch();  // for contractions: temporaries from the scratch cache
   d.parallel_for(std::int64_t{}, double{}, [](std::int64_t, std::int64_t) {});
 };
 

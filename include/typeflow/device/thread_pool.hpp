@@ -64,8 +64,6 @@ class basic_thread_pool : public host_copies {
   int num_threads() const noexcept { return threads_; }
 
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }
-  // The device for contractions: the same one, since its allocations already use the cache.
-  const Eigen::ThreadPoolDevice& eigen_with_scratch() const noexcept { return *eigen_; }
   Eigen::ThreadPool& pool() noexcept { return *pool_; }
 
   Allocator& allocator() noexcept { return memory_.allocator(); }

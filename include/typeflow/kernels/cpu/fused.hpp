@@ -26,8 +26,8 @@ namespace typeflow::cpu_kernels {
 
 namespace detail {
 
-// The leaves' Eigen maps, held here because Eigen nests TensorMaps by reference: the expression
-// built from them must not outlive this object.
+// The output's and the leaves' Eigen maps and data pointers, made once a call: what fused_eval
+// builds the group's expression from (Eigen copies a TensorMap into an expression: it nests by value).
 template <class T, int Rank, std::size_t Leaves>
 struct fused_maps {
   using map = eigen_const_tensor_map<T, Rank>;

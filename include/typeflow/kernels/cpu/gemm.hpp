@@ -6,9 +6,7 @@
 // are the elements from one row to the next. It returns false when the library it wraps refused the
 // call (the kernel turns that into a status naming the backend, `name`). The kernels split their
 // work over the policy's threads and call the backend once per block, so a backend never starts
-// threads of its own: one thread budget, the policy's. `threads_itself` (Eigen's) says that on a
-// policy of one thread the kernel may hand the whole product, a's batches stacked, to one Eigen
-// contraction of its own.
+// threads of its own: one thread budget, the policy's.
 //
 // eigen_gemm is the default: Eigen's tensor contraction on the calling thread with its packing
 // blocks from the thread's scratch cache (no heap allocation in a step). An operand that is a block
@@ -34,7 +32,6 @@ namespace typeflow::cpu_kernels {
 
 struct eigen_gemm {
   static constexpr std::string_view name = "Eigen";
-  static constexpr bool threads_itself = true;
 
   template <class T>
   static bool run(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,

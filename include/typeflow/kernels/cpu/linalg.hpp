@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU kernel for matmul on a GEMM backend (kernels/cpu/gemm.hpp). With Eigen on one thread, two
-// matrices, or a batch of a against one matrix b, are one Eigen tensor contraction, written as a
-// user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds it to >= 0.95x
-// of that call). Otherwise (several threads, another backend, broadcast batches) the output is cut
-// into blocks of rows (of every batch), or of columns when there are too few rows for the policy's
-// threads, and each block is one GEMM of the backend on one of the policy's threads: the split is
-// the policy's parallel_for, which takes nothing from the heap, where Eigen's parallel contraction
-// allocates its task closures and contexts on every call (and is instantiated again for every dtype).
+// CPU kernel for matmul on a GEMM backend (kernels/cpu/gemm.hpp). The output is cut into ranges of
+// rows, or into blocks of columns when there are too few rows for the policy's threads, and each is
+// one GEMM of the backend on one of the policy's threads: the split is the policy's parallel_for,
+// which takes nothing from the heap, where Eigen's parallel contraction allocates its task closures
+// and contexts on every call (and is instantiated again for every dtype). A batch of a against one
+// matrix b (a not transposed) is one tall matrix [batch * m, k], so a range of rows crosses batches
+// in one GEMM: on one thread, the whole product is one call of the backend, with Eigen one tensor
+// contraction as a user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds
+// it to >= 0.95x of that call).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -19,7 +20,6 @@
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/core/shape.hpp>
-#include <typeflow/device/scratch.hpp>
 #include <typeflow/kernels/cpu/gemm.hpp>
 #include <typeflow/kernels/cpu/unary.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -84,26 +84,13 @@ struct basic_matmul_kernel {
     const tensor& a = ctx.inputs[0];
     const tensor& b = ctx.inputs[1];
     tensor& c = ctx.outputs[0];
-    const std::size_t ra = a.rank(), rb = b.rank(), rc = c.rank();
+    const std::size_t ra = a.rank(), rc = c.rank();
     const std::int64_t m = c.dim(rc - 2), n = c.dim(rc - 1);
     const std::int64_t k = op.transpose_a ? a.dim(ra - 2) : a.dim(ra - 1);
     if (c.num_elements() == 0) return ok_status();
     if (k == 0) {  // every sum is empty
       std::fill_n(c.unchecked_data<T>(), c.num_elements(), T(0));
       return ok_status();
-    }
-    // Two matrices (the benchmarked case), or one matrix b (no batch, or batch dimensions of 1)
-    // with a's batches stacked into one tall matrix [batch * m, k] x [k, n]: one contraction.
-    // A transposed a with several matrices does not stack.
-    const bool one_a_matrix = a.num_elements() == a.dim(ra - 2) * a.dim(ra - 1);
-    const bool one_b_matrix = b.num_elements() == b.dim(rb - 2) * b.dim(rb - 1);
-    if constexpr (Gemm::threads_itself) {
-      if (ctx.device.num_threads() == 1 && one_b_matrix && (!op.transpose_a || one_a_matrix)) {
-        contract(op, a.unchecked_data<const T>(), a.num_elements() / a.dim(ra - 1), a.dim(ra - 1),
-                 b.unchecked_data<const T>(), b.dim(rb - 2), b.dim(rb - 1), c.unchecked_data<T>(),
-                 c.num_elements() / n, n);
-        return ok_status();
-      }
     }
     if (!batched_gemm(op, ctx.device, a, b, c, m, n, k))
       return errors::internal("matmul: ", Gemm::name, "'s GEMM failed on ", a.shape().to_string(), " x ",
@@ -112,25 +99,12 @@ struct basic_matmul_kernel {
   }
 
  private:
-  // [a_rows, a_cols] x [b_rows, b_cols] -> [c_rows, c_cols] on the calling thread, the transposes
-  // chosen by which dimensions are contracted. The maps are aligned: a, b and c start their tensors'
-  // buffers.
-  static void contract(const Op& op, const T* a, std::int64_t a_rows, std::int64_t a_cols,
-                       const T* b, std::int64_t b_rows, std::int64_t b_cols, T* c, std::int64_t c_rows,
-                       std::int64_t c_cols) {
-    const eigen_const_tensor_map<T, 2> am(a, a_rows, a_cols);
-    const eigen_const_tensor_map<T, 2> bm(b, b_rows, b_cols);
-    eigen_tensor_map<T, 2> cm(c, c_rows, c_cols);
-    const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
-        Eigen::IndexPair<Eigen::Index>(op.transpose_a ? 0 : 1, op.transpose_b ? 1 : 0)};
-    eigen_assign(eigen_scratch_device{}, cm, am.contract(bm, dims));  // packing blocks from the scratch cache
-  }
-
   // c[batch][rows] = a[batch'][rows] x b[batch''] for every output batch, with batch' and batch''
   // the broadcast indices. The batch * m output rows are split over the policy's threads, each range
-  // one GEMM per batch it touches; with fewer than min_rows_per_thread rows a thread, the columns
-  // are split instead (every block then reads all of a's rows and its own columns of b); with fewer
-  // than min_rows_to_split rows in all, nothing is split. False when the backend failed on a block.
+  // one GEMM per batch it touches (one GEMM when a's batches stack against one matrix b); with fewer
+  // than min_rows_per_thread rows a thread, the columns are split instead (every block then reads
+  // all of a's rows and its own columns of b); with fewer than min_rows_to_split rows in all,
+  // nothing is split. False when the backend failed on a block.
   // Measured with oneDNN on [m, 784] x [784, 1024], 2 threads against 1: m = 1 and 4 are 1.5x and
   // 1.3x slower split by columns (a product this thin reads b once, at memory speed, either way),
   // m = 16 is 1.5x faster.
@@ -142,6 +116,11 @@ struct basic_matmul_kernel {
                            std::int64_t n, std::int64_t k) {
     const auto batches = detail::matmul_batches::of(a.shape(), b.shape(), c.shape());
     const std::int64_t rows = c.num_elements() / n;
+    // One matrix b (no batch dimensions, or all of them 1): the output's batches are a's, whose rows
+    // follow one another, [batch * m, k], unless a is transposed. They are then one batch of all the
+    // rows.
+    const bool one_b_matrix = b.num_elements() == b.dim(b.rank() - 2) * b.dim(b.rank() - 1);
+    if (one_b_matrix && !op.transpose_a) m = rows;
     const T* a_data = a.unchecked_data<const T>();
     const T* b_data = b.unchecked_data<const T>();
     T* c_data = c.unchecked_data<T>();

@@ -34,7 +34,6 @@ namespace typeflow::onednn {
 
 struct onednn_gemm {
   static constexpr std::string_view name = "oneDNN";
-  static constexpr bool threads_itself = false;
 
   static bool run(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
                   std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
