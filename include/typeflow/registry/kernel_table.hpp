@@ -31,12 +31,15 @@ namespace typeflow {
 class runtime_op;
 
 namespace detail {
+// Not const: a read-only constant could share its address with another under identical-data
+// folding (-fmerge-all-constants, lld --icf=all).
 template <class K>
-inline constexpr char kernel_identity = 0;
+inline char kernel_identity = 0;
 }  // namespace detail
 
-// One address per kernel type in the whole program: what an entry says it runs, comparable
-// without instantiating the kernel.
+// One address per kernel type in a program (a shared library built with hidden visibility has its
+// own: call its tables from inside it): what an entry says it runs, comparable without instantiating
+// the kernel.
 template <class K>
 inline constexpr const void* kernel_id = &detail::kernel_identity<K>;
 

@@ -35,6 +35,11 @@ struct missing_kernel {
   static status compute(const Op&, kernel_context<Device>&) { return errors::internal("missing kernel"); }
 };
 
+// A kernel family for one op type (kernel_family); a kernel template family (one for many op types)
+// has no op_type.
+template <class Family>
+concept one_op_family = requires { typename Family::op_type; };
+
 }  // namespace detail
 
 template <class... KernelLists>
@@ -90,6 +95,18 @@ struct registry {
                     "typeflow: no kernel for this (op, device, dtype); see compile_error<...> above");
       return boost::hana::type_c<detail::missing_kernel<Op, Device, T>>;
     }
+  }
+
+  // Whether the dispatch tables of this registry hold the kernel for (Op, Device, T): those of a
+  // family for one op type do; a kernel template family's (one family for many op types: the fused
+  // groups) do not.
+  template <class Op, class Device, class T>
+  static constexpr bool in_dispatch_tables() {
+    constexpr auto found = find_family<Op, Device, T>();
+    if constexpr (decltype(boost::hana::is_just(found))::value)
+      return detail::one_op_family<typename std::remove_cvref_t<decltype(found.value())>::type>;
+    else
+      return false;
   }
 
   // The kernel for (Op, Device, T); a compile error naming all three when there is none.

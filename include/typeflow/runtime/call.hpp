@@ -9,7 +9,8 @@
 // call<T, dispatched<Registry>> runs the same kernel, still named at compile time, through the
 // registry's dispatch table (kernels_of<Registry, Device>()): a translation unit that includes
 // <typeflow/registry/extern_kernels.hpp> then compiles none of the kernel's code, which the one
-// unit that instantiates the table holds (README, "Compile time").
+// unit that instantiates the table holds (README, "Compile time"). A kernel of a template family
+// (a fused group's) is in no table: a compile error says to use call<T>.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -19,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <typeflow/core/compile_error.hpp>
+#include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/status.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/copy.hpp>
@@ -122,6 +125,17 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
       });
   if (!prepared) return st;
   if constexpr (registry::through_table) {
+    using reg = typename registry::type;
+    // (No second error where the kernel is missing: that one has been reported.)
+    constexpr bool in_tables = !reg::template has_kernel<Op, Device, T> || reg::template in_dispatch_tables<Op, Device, T>();
+    static_assert(in_tables || compile_error<detail::text_constant<[] {
+                    if constexpr (in_tables) return detail::text();
+                    else
+                      return detail::cat("call<T, dispatched<Registry>>: the kernel of op ", Op::name,
+                                         " comes from a kernel template family, which dispatch tables do not "
+                                         "hold: call it with call<T>");
+                  }>::value>::value,
+                  "typeflow: call<T, dispatched<Registry>> runs only kernels that dispatch tables hold");
     static_assert(std::is_same_v<typename kernel_type::op_type, Op>);
     const kernel_entry<Device>* entry = kernels_of<typename registry::type, Device>().find_kernel(Op::name, dtype_of<T>);
     // The entry for (op, dtype) is the registry's first kernel, the one named above; a table built
