@@ -136,14 +136,17 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
                                          "hold: call it with call<T>");
                   }>::value>::value,
                   "typeflow: call<T, dispatched<Registry>> runs only kernels that dispatch tables hold");
-    static_assert(std::is_same_v<typename kernel_type::op_type, Op>);
-    const kernel_entry<Device>* entry = kernels_of<typename registry::type, Device>().find_kernel(Op::name, dtype_of<T>);
-    // The entry for (op, dtype) is the registry's first kernel, the one named above; a table built
-    // from another registry or list order would hold another.
-    if (entry == nullptr || entry->kernel != kernel_id<kernel_type>)
-      return errors::internal(Op::name, ": the dispatch table on ", device.name(), " has ",
-                              entry == nullptr ? "no kernel" : "another kernel", " for ", name_of(dtype_of<T>),
-                              " than the registry names");
+    static_assert(std::is_same_v<typename kernel_type::op_type, Op>,
+                  "typeflow: call<T, dispatched<Registry>>: the registry's kernel for this op runs another op type");
+    // The entry for (op, dtype), looked up once: the registry's first kernel, the one named above (a
+    // table built from another registry or list order would hold another).
+    static const kernel_entry<Device>* const entry = [] {
+      const kernel_entry<Device>* e = kernels_of<reg, Device>().find_kernel(Op::name, dtype_of<T>);
+      return e != nullptr && e->kernel == kernel_id<kernel_type> ? e : nullptr;
+    }();
+    if (entry == nullptr)
+      return errors::internal(Op::name, ": the dispatch table on ", device.name(), " holds no entry for ",
+                              name_of(dtype_of<T>), " that is the kernel the registry names");
     launch(device, table_kernel<Device>{entry, &o}, inputs, outputs, st, [](status&) {});
   } else {
     launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status&) {});
