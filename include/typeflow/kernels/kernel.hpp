@@ -133,6 +133,11 @@ struct kernel_template_family {
   using kernel_type = Kernel<O, D, T>;
 };
 
+// A family for one op type (kernel_family, which dispatch tables hold), not one for every op of a
+// template (kernel_template_family, which they do not).
+template <class Family>
+concept one_op_family = requires { typename Family::op_type; };
+
 // A kernel list: a Hana type list of kernel families, searched in order.
 template <class... Families>
 using kernel_list = std::remove_cv_t<decltype(boost::hana::tuple_t<Families...>)>;

@@ -104,11 +104,6 @@ class runtime_op {
 
 namespace detail {
 
-template <class Family, class = void>
-inline constexpr bool has_op_type = false;
-template <class Family>
-inline constexpr bool has_op_type<Family, std::void_t<typename Family::op_type>> = true;
-
 template <class Dtypes>
 struct for_each_dtype;
 template <class... Ts>
@@ -154,7 +149,7 @@ struct dispatch_table {
   static constexpr void for_each_kernel(F&& f) {
     boost::hana::for_each(Registry::families, [&](auto family) {
       using fam = typename decltype(family)::type;
-      if constexpr (detail::has_op_type<fam>) {
+      if constexpr (one_op_family<fam>) {
         if constexpr (fam::devices_type::template contains<Device>) {
           using op = typename fam::op_type;
           detail::for_each_dtype<typename fam::dtypes_type>::apply([&](auto t) {

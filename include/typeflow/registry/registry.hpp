@@ -35,11 +35,6 @@ struct missing_kernel {
   static status compute(const Op&, kernel_context<Device>&) { return errors::internal("missing kernel"); }
 };
 
-// A kernel family for one op type (kernel_family); a kernel template family (one for many op types)
-// has no op_type.
-template <class Family>
-concept one_op_family = requires { typename Family::op_type; };
-
 }  // namespace detail
 
 template <class... KernelLists>
@@ -104,7 +99,7 @@ struct registry {
   static constexpr bool in_dispatch_tables() {
     constexpr auto found = find_family<Op, Device, T>();
     if constexpr (decltype(boost::hana::is_just(found))::value)
-      return detail::one_op_family<typename std::remove_cvref_t<decltype(found.value())>::type>;
+      return one_op_family<typename std::remove_cvref_t<decltype(found.value())>::type>;
     else
       return false;
   }
