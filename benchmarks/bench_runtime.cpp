@@ -6,6 +6,7 @@
 //    parallel executor at 1 and 2 threads against oneTBB's flow graph running the same DAG with
 //    the same node body (the eager call: inference, allocation, kernel);
 //  - session::run of a 1-node runtime graph against the same graph as a static session;
+//  - an eager call through the kernel table, call<float, dispatched<>>, against call<float>;
 //  - fan-out of 64 matmuls of ~50 us each: 2 threads against 1;
 //  - CPU time of an idle session with a started pool over 1 s.
 #include <typeflow/typeflow.hpp>
@@ -174,6 +175,15 @@ void bench_session_run(tf::bench::harness& h) {
   const std::vector<std::string> fetches{"y"};
   h.compare("session::run, 1-node runtime graph", "static session::run", [&] { keep(s.run(feeds, fetches)); },
             [&] { keep(ss.run(tf::feed(sx, x), tf::fetch(sy))); }, 11, 0.3, "us");
+
+  // An eager call through the dispatch table that extern_kernels.hpp points at (its entry looked up
+  // once) against the kernel compiled here: what a unit of eager calls pays for not compiling it.
+  const tf::tensor a = *tf::tensor::filled<float>(tf::shape{1}, 0.5f);
+  constexpr int calls = 1000;
+  h.compare("eager add, 1 element, call<float, dispatched<>>", "call<float>",
+            [&] { for (int i = 0; i < calls; ++i) keep(tf::call<float, tf::dispatched<>>(device, tf::ops::add{}, a, x)); },
+            [&] { for (int i = 0; i < calls; ++i) keep(tf::call<float>(device, tf::ops::add{}, a, x)); }, 11, 0.3,
+            "ns/call", calls);
 
   // Heap allocations per step: the runtime session allocates each output and its step state;
   // the static session allocates nothing.
