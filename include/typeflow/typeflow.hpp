@@ -22,6 +22,7 @@
 #include <typeflow/device/thread_pool.hpp>
 #include <typeflow/graph/attr_value.hpp>
 #include <typeflow/graph/expr.hpp>
+#include <typeflow/graph/graph_builder.hpp>
 #include <typeflow/graph/memory_plan.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
@@ -57,6 +58,7 @@
 #include <typeflow/ops/pool.hpp>
 #include <typeflow/ops/reduction.hpp>
 #include <typeflow/ops/resize.hpp>
+#include <typeflow/ops/standard_ops.hpp>
 #include <typeflow/ops/static_infer.hpp>
 #include <typeflow/ops/unary.hpp>
 #include <typeflow/registry/default_registry.hpp>

@@ -371,16 +371,38 @@ constexpr auto apply_binary(A, B) {
     return typename detail::applied<op_type{}, typename detail::as_expression<A, B>::type, \
                                     typename detail::as_expression<B, A>::type>::type{};  \
   }
-TYPEFLOW_GRAPH_BINARY(operator+, ops::add)
-TYPEFLOW_GRAPH_BINARY(operator-, ops::sub)
-TYPEFLOW_GRAPH_BINARY(operator*, ops::mul)
-TYPEFLOW_GRAPH_BINARY(operator/, ops::div)
-TYPEFLOW_GRAPH_BINARY(maximum, ops::maximum)
-TYPEFLOW_GRAPH_BINARY(minimum, ops::minimum)
-TYPEFLOW_GRAPH_BINARY(pow, ops::pow)
-TYPEFLOW_GRAPH_BINARY(equal, ops::equal)
-TYPEFLOW_GRAPH_BINARY(less, ops::less)
-TYPEFLOW_GRAPH_BINARY(greater, ops::greater)
+// The binary and unary functions of a graph, each with its op: expressions here, a graph_builder's
+// nodes (graph/graph_builder.hpp) the same, from these lists.
+#define TYPEFLOW_GRAPH_BINARY_FUNCTIONS(X) \
+  X(operator+, ops::add)                   \
+  X(operator-, ops::sub)                   \
+  X(operator*, ops::mul)                   \
+  X(operator/, ops::div)                   \
+  X(maximum, ops::maximum)                 \
+  X(minimum, ops::minimum)                 \
+  X(pow, ops::pow)                         \
+  X(equal, ops::equal)                     \
+  X(less, ops::less)                       \
+  X(greater, ops::greater)
+#define TYPEFLOW_GRAPH_UNARY_FUNCTIONS(X) \
+  X(operator-, ops::neg)                  \
+  X(neg, ops::neg)                        \
+  X(abs, ops::abs)                        \
+  X(exp, ops::exp)                        \
+  X(log, ops::log)                        \
+  X(sqrt, ops::sqrt)                      \
+  X(rsqrt, ops::rsqrt)                    \
+  X(square, ops::square)                  \
+  X(tanh, ops::tanh)                      \
+  X(sigmoid, ops::sigmoid)                \
+  X(relu, ops::relu)                      \
+  X(gelu, ops::gelu)                      \
+  X(erf, ops::erf)                        \
+  X(softplus, ops::softplus)              \
+  X(softmax, ops::softmax)                \
+  X(log_softmax, ops::log_softmax)        \
+  X(identity, ops::identity)
+TYPEFLOW_GRAPH_BINARY_FUNCTIONS(TYPEFLOW_GRAPH_BINARY)
 #undef TYPEFLOW_GRAPH_BINARY
 
 // x * 2.0 with a run-time number: refused with a message saying what to write instead.
@@ -404,23 +426,7 @@ TYPEFLOW_GRAPH_RUNTIME_NUMBER(operator/)
   constexpr auto function(X) {                 \
     return typename detail::applied<op_type{}, X>::type{}; \
   }
-TYPEFLOW_GRAPH_UNARY(operator-, ops::neg)
-TYPEFLOW_GRAPH_UNARY(neg, ops::neg)
-TYPEFLOW_GRAPH_UNARY(abs, ops::abs)
-TYPEFLOW_GRAPH_UNARY(exp, ops::exp)
-TYPEFLOW_GRAPH_UNARY(log, ops::log)
-TYPEFLOW_GRAPH_UNARY(sqrt, ops::sqrt)
-TYPEFLOW_GRAPH_UNARY(rsqrt, ops::rsqrt)
-TYPEFLOW_GRAPH_UNARY(square, ops::square)
-TYPEFLOW_GRAPH_UNARY(tanh, ops::tanh)
-TYPEFLOW_GRAPH_UNARY(sigmoid, ops::sigmoid)
-TYPEFLOW_GRAPH_UNARY(relu, ops::relu)
-TYPEFLOW_GRAPH_UNARY(gelu, ops::gelu)
-TYPEFLOW_GRAPH_UNARY(erf, ops::erf)
-TYPEFLOW_GRAPH_UNARY(softplus, ops::softplus)
-TYPEFLOW_GRAPH_UNARY(softmax, ops::softmax)
-TYPEFLOW_GRAPH_UNARY(log_softmax, ops::log_softmax)
-TYPEFLOW_GRAPH_UNARY(identity, ops::identity)
+TYPEFLOW_GRAPH_UNARY_FUNCTIONS(TYPEFLOW_GRAPH_UNARY)
 #undef TYPEFLOW_GRAPH_UNARY
 
 template <dtype To, expression X>

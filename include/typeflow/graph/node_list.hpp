@@ -121,9 +121,24 @@ std::type_identity<Node> node_from(const indexed_node<I, Node>*);
 
 }  // namespace detail
 
+// The nodes a graph_builder wrote (graph/graph_builder.hpp): a list whose node I is a type of its
+// own, built_node<Build, I>, so that no type spells the whole graph.
+template <auto Build>
+struct built_nodes;
+
+namespace detail {
+template <std::size_t I, class List>
+struct node_at {
+  using type = typename decltype(node_from<I>(static_cast<const indexed_nodes<List>*>(nullptr)))::type;
+};
+template <std::size_t I, auto Build>
+struct node_at<I, built_nodes<Build>> {
+  using type = typename built_nodes<Build>::template node<I>;
+};
+}  // namespace detail
+
 // The node at position I (one base-class deduction, not a recursion over the list).
 template <std::size_t I, class List>
-using node_at_t =
-    typename decltype(detail::node_from<I>(static_cast<const detail::indexed_nodes<List>*>(nullptr)))::type;
+using node_at_t = typename detail::node_at<I, List>::type;
 
 }  // namespace typeflow

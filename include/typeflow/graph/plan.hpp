@@ -33,11 +33,15 @@ inline constexpr std::size_t max_fused_ops = 24;
 
 namespace detail {
 
+// Read through the node's members, as everything else is, so that any node type with them fuses
+// (an op_node of an expression, a built_node of graph_builder).
 template <class Node>
-inline constexpr bool fusable_node = false;
-template <auto Op, tensor_spec Spec, std::uint64_t... In>
-inline constexpr bool fusable_node<op_node<Op, Spec, In...>> =
-    is_fusable_elementwise<std::remove_cvref_t<decltype(Op)>> && is_floating(Spec.type);
+constexpr bool fusable_node() {
+  if constexpr (Node::kind == node_kind::op)
+    return is_fusable_elementwise<typename Node::op_type> && is_floating(Node::spec.type);
+  else
+    return false;
+}
 
 // A placed node fuses as its op does where its device runs fused groups (fuses_elementwise); a
 // group never spans devices, since a transfer parts every edge between two.
@@ -46,7 +50,11 @@ struct fusable_nodes;
 template <class... Nodes>
 struct fusable_nodes<node_list<Nodes...>> {
   static constexpr std::array<bool, sizeof...(Nodes)> value{
-      (fusable_node<unplaced_node_t<Nodes>> && fuses_elementwise<device_of_node<Nodes>>)...};
+      (fusable_node<unplaced_node_t<Nodes>>() && fuses_elementwise<device_of_node<Nodes>>)...};
+};
+template <auto Build>
+struct fusable_nodes<built_nodes<Build>> {  // on the session's first device, which fuses
+  static constexpr const auto& value = built_nodes<Build>::fusable;
 };
 
 // How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.

@@ -26,9 +26,6 @@
 
 namespace typeflow {
 
-template <class Nodes>
-struct static_graph;
-
 namespace detail {
 template <class Node>
 constexpr double constant_value() {
@@ -42,17 +39,17 @@ constexpr std::uint64_t assigned_id() {
 }
 }  // namespace detail
 
-template <class... Nodes>
-struct static_graph<node_list<Nodes...>> {
-  using nodes = node_list<Nodes...>;
-  static constexpr std::size_t size = sizeof...(Nodes);
+// What a graph knows of each node, as arrays: read from the node types of a node_list, or from the
+// records of a graph_builder (built_nodes, graph/graph_builder.hpp, which has the same members).
+template <class Nodes>
+struct graph_nodes;
+template <auto Build>
+struct graph_nodes<built_nodes<Build>> : built_nodes<Build> {};
 
+template <class... Nodes>
+struct graph_nodes<node_list<Nodes...>> {
+  static constexpr std::size_t size = sizeof...(Nodes);
   static constexpr std::array<node_kind, size> kinds{Nodes::kind...};
-  static constexpr std::size_t count_kind(node_kind k) {
-    std::size_t n = 0;
-    for (node_kind c : kinds) n += c == k;
-    return n;
-  }
   static constexpr std::array<tensor_spec, size> specs{Nodes::spec...};
   static constexpr std::array<std::string_view, size> names{Nodes::name...};
   static constexpr std::array<std::size_t, size> num_inputs{Nodes::num_inputs...};
@@ -65,6 +62,25 @@ struct static_graph<node_list<Nodes...>> {
   // session's first device ("default").
   static constexpr std::array<bool, size> placed{!std::is_same_v<device_of_node<Nodes>, default_device>...};
   static constexpr std::array<std::string_view, size> device_types{device_of_node<Nodes>::device_type...};
+  static constexpr std::array<std::uint64_t, size> ids{node_id<Nodes>...};
+  // The ids of node i's inputs are input_ids(i)[0 .. num_inputs[i]).
+  static constexpr std::array<const std::uint64_t*, size> input_id_lists{Nodes::inputs...};  // a list, not a fold
+  static constexpr const std::uint64_t* input_ids(std::size_t i) { return input_id_lists[i]; }
+};
+
+template <class Nodes>
+struct static_graph : graph_nodes<Nodes> {
+  using nodes = Nodes;
+  using facts = graph_nodes<Nodes>;
+  using facts::size, facts::kinds, facts::specs, facts::names, facts::num_inputs, facts::constant_values,
+      facts::assigned, facts::num_outputs, facts::multi_output, facts::ports, facts::placed, facts::device_types,
+      facts::ids;
+
+  static constexpr std::size_t count_kind(node_kind k) {
+    std::size_t n = 0;
+    for (node_kind c : kinds) n += c == k;
+    return n;
+  }
 
   // Where a run keeps each node's tensors: node p's output in slot p, except that an op with several
   // outputs (multi_output) keeps them side by side in slots after the nodes', so its kernel writes
@@ -83,8 +99,6 @@ struct static_graph<node_list<Nodes...>> {
     for (std::size_t k : num_inputs) n += k;
     return n;
   }();
-  static constexpr std::array<std::uint64_t, size> ids{node_id<Nodes>...};
-
   // The inputs of node i are input_positions[input_begin[i] .. input_begin[i + 1]).
   static constexpr std::array<std::size_t, size + 1> input_begin = [] {
     std::array<std::size_t, size + 1> b{};
@@ -112,10 +126,9 @@ struct static_graph<node_list<Nodes...>> {
 
   static constexpr std::array<std::size_t, num_edges + 1> input_positions = [] {
     std::array<std::size_t, num_edges + 1> e{};
-    const std::uint64_t* in[] = {Nodes::inputs...};  // a list, not a fold: Clang folds at most 256
     std::size_t k = 0;
     for (std::size_t i = 0; i < size; ++i)
-      for (std::size_t j = 0; j < num_inputs[i]; ++j) e[k++] = position_of_id(in[i][j]);
+      for (std::size_t j = 0; j < num_inputs[i]; ++j) e[k++] = position_of_id(facts::input_ids(i)[j]);
     return e;
   }();
 

@@ -54,6 +54,12 @@ template <class... Nodes>
 struct op_attrs_table<node_list<Nodes...>> {
   static constexpr std::array<op_attrs_fn, sizeof...(Nodes)> value{op_attrs_of<Nodes>()...};
 };
+template <auto Build>
+struct op_attrs_table<built_nodes<Build>> {
+  static constexpr auto value = []<std::size_t... Is>(std::index_sequence<Is...>) {
+    return std::array<op_attrs_fn, sizeof...(Is)>{op_attrs_of<typename built_nodes<Build>::template node<Is>>()...};
+  }(std::make_index_sequence<built_nodes<Build>::size>{});
+};
 }  // namespace detail
 
 template <class Graph>

@@ -44,6 +44,20 @@ struct node_device_indices<Group, node_list<Nodes...>> {
   static constexpr std::array<std::size_t, sizeof...(Nodes)> in_group{Group::template index_of<device_of_node<Nodes>>...};
   static constexpr std::array<std::size_t, sizeof...(Nodes)> value{Group::template runs<device_of_node<Nodes>>...};
 };
+template <class Group, auto Build>
+struct node_device_indices<Group, built_nodes<Build>> {  // every node on the session's first device
+  static constexpr std::size_t size = built_nodes<Build>::size;
+  static constexpr std::array<std::size_t, size> in_group = [] {
+    std::array<std::size_t, size> a{};
+    a.fill(Group::template index_of<default_device>);
+    return a;
+  }();
+  static constexpr std::array<std::size_t, size> value = [] {
+    std::array<std::size_t, size> a{};
+    a.fill(Group::template runs<default_device>);
+    return a;
+  }();
+};
 
 // What a run reads besides its state: the fed tensors by input number, and the variables.
 struct static_environment {
