@@ -12,7 +12,8 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
   - static graphs of 64, 256, 1024 and 4096 trivial nodes (a chain of adds), a layered random DAG
     of 1024 adds (two inputs a node) and residual stacks
     x = relu(matmul(x, w_i)) + x of 16, 64 and 256 blocks (4 nodes a block), each built, planned,
-    put in a session and run once, against the same include-only baseline;
+    put in a session and run once, against the same include-only baseline: written with
+    expressions ("static graph, ...") and by a graph_builder's build function ("graph_builder, ...");
   - examples/transformer.cpp, the 12-layer transformer encoder, against the same baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
@@ -81,6 +82,58 @@ int main() {{
 """
 
 
+def builder_source(leaf, lines, output, dims):
+    """The same graph written as a graph_builder's build function (graph/graph_builder.hpp): `lines`
+    are statements of its body, with `b` the builder; planned and run once as graph_source's."""
+    body = "\n".join("  " + l for l in lines)
+    return f"""#include <typeflow/typeflow.hpp>
+namespace tf = typeflow;
+constexpr auto build(tf::graph_builder& b) {{
+  auto n0 = b.input("{leaf}", tf::dtype::f32, tf::shape{{{dims}}});
+  auto x = n0;
+{body}
+  return {output};
+}}
+using model = tf::built<build>;
+int main() {{
+  tf::cpu device;
+  tf::session s(model::graph{{}}, device);
+  auto t = tf::tensor::filled<float>(tf::shape{{{dims}}}, 1.0f);
+  auto r = s.run(tf::feed(model::node<"{leaf}">, *t), tf::fetch(model::output<0>));
+  return r.ok() ? 0 : 1;
+}}
+"""
+
+
+def layered_dag(layers=32, width=32, seed=17):
+    """A layered random DAG of 1024 adds: 31 layers of 32 nodes, node j of a layer the sum of node j
+    of the layer before it and a node drawn (fixed seed) from any earlier layer, the last layer
+    summed by a tree: every node is live. (name, a, b) per node, in order, and the output's name."""
+    rng = random.Random(seed)
+    names = [["x"]]
+    nodes = []
+    for l in range(1, layers):
+        row = []
+        earlier = [n for r in names for n in r]
+        for j in range(width):
+            a, b = names[-1][j % len(names[-1])], rng.choice(earlier)
+            nodes.append((f"d{l}_{j}", a, b))
+            row.append(f"d{l}_{j}")
+        names.append(row)
+    level = names[-1]
+    k = 0
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            nodes.append((f"s{k}", level[i], level[i + 1]))
+            nxt.append(f"s{k}")
+            k += 1
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return nodes, level[0]
+
+
 with tempfile.TemporaryDirectory() as tmp:
     tmp = pathlib.Path(tmp)
     (tmp / "eigen_only.cpp").write_text("#include <unsupported/Eigen/CXX11/Tensor>\nint main() { return 0; }\n")
@@ -126,36 +179,34 @@ int main() {{
         (tmp / f"residual_{blocks}.cpp").write_text(graph_source("x", lines, f"n{blocks}", "2, 8"))
         report(f"static graph, residual stack of {blocks} blocks", measure(tmp / f"residual_{blocks}.cpp", reps=1),
                base, "#include <typeflow/typeflow.hpp>")
-    # A layered random DAG of 1024 adds: 31 layers of 32 nodes, node j of a layer the sum of node j
-    # of the layer before it and a node drawn (fixed seed) from any earlier layer, the last layer
-    # summed by a tree: every node is live.
+    # The layered random DAG of 1024 adds (layered_dag), written with expressions.
     case = "static graph, layered random DAG of 1024 nodes"
     if wanted(case):
-        rng = random.Random(17)
-        layers, width = 32, 32
-        names = [[f"x"]]
-        lines = []
-        for l in range(1, layers):
-            row = []
-            earlier = [n for r in names for n in r]
-            for j in range(width):
-                a, b = names[-1][j % len(names[-1])], rng.choice(earlier)
-                lines.append(f"constexpr auto d{l}_{j} = {a} + {b};")
-                row.append(f"d{l}_{j}")
-            names.append(row)
-        level = names[-1]
-        k = 0
-        while len(level) > 1:
-            nxt = []
-            for i in range(0, len(level) - 1, 2):
-                lines.append(f"constexpr auto s{k} = {level[i]} + {level[i + 1]};")
-                nxt.append(f"s{k}")
-                k += 1
-            if len(level) % 2:
-                nxt.append(level[-1])
-            level = nxt
-        (tmp / "dag_1024.cpp").write_text(graph_source("x", lines, level[0], "2"))
+        nodes, out = layered_dag()
+        lines = [f"constexpr auto {n} = {a} + {b};" for n, a, b in nodes]
+        (tmp / "dag_1024.cpp").write_text(graph_source("x", lines, out, "2"))
         report(case, measure(tmp / "dag_1024.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
+    # The same graphs written by a graph_builder's build function.
+    for n in (64, 256, 1024, 4096):
+        case = f"graph_builder, chain of {n} nodes"
+        if wanted(case):
+            (tmp / f"built_chain_{n}.cpp").write_text(
+                builder_source("x", [f"for (int i = 1; i < {n}; ++i) x = x + n0;"], "x", "2"))
+            report(case, measure(tmp / f"built_chain_{n}.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
+    for blocks in (16, 64, 256):
+        case = f"graph_builder, residual stack of {blocks} blocks"
+        if wanted(case):
+            lines = [f"for (int i = 1; i <= {blocks}; ++i)",
+                     "  x = tf::relu(tf::matmul(x, b.variable(tf::scoped(\"w\", i), tf::dtype::f32, tf::shape{8, 8}))) + x;"]
+            (tmp / f"built_residual_{blocks}.cpp").write_text(builder_source("x", lines, "x", "2, 8"))
+            report(case, measure(tmp / f"built_residual_{blocks}.cpp", reps=1), base,
+                   "#include <typeflow/typeflow.hpp>")
+    case = "graph_builder, layered random DAG of 1024 nodes"
+    if wanted(case):
+        nodes, out = layered_dag()
+        lines = [f"auto {n} = {a} + {b};" for n, a, b in nodes]
+        (tmp / "built_dag_1024.cpp").write_text(builder_source("x", lines, out, "2"))
+        report(case, measure(tmp / "built_dag_1024.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     # The 12-layer transformer encoder (examples/transformer.cpp): its static graph of about 530
     # nodes in static sessions on cpu, thread_pool and the parallel executor, the hand-written Eigen
     # network, and the same graph as a runtime graph on two policies (kernels extern).

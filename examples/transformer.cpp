@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A 12-layer transformer encoder (hidden 256, 4 heads, feed-forward 1024, sequence 128; BERT's
-// layer: attention, residual, layer norm, GELU) written as one static graph with variables.
+// layer: attention, residual, layer norm, GELU) written as one static graph with variables, by a
+// build function (tf::graph_builder: a loop over the layers, models::transformer<C>::build).
 //   transformer [BATCH] [--threads N | --parallel N]
 // Runs it, checks it against the same network written by hand against Eigen in this program and
 // against the same graph run as a runtime graph (to_graph_def, then runtime_session), and prints the
@@ -47,7 +48,8 @@ double median_micros(int runs, Fn fn) {
 template <class Device, class... Options>
 int run(Device& device, std::int64_t batch, Options... options) {
   const model::weights w;
-  tf::session s(tf::graph(model::y), device, options...);
+  using graph_type = model::built::graph;
+  tf::session s(graph_type{}, device, options...);
   if (auto st = model::initialize(s, w); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.to_string().c_str());
     return 1;
@@ -56,7 +58,7 @@ int run(Device& device, std::int64_t batch, Options... options) {
   tf::status failed;
   tf::tensor y;
   const double ours = median_micros(5, [&] {
-    auto r = s.run(tf::feed(model::x, x), tf::fetch(model::y));
+    auto r = s.run(tf::feed(model::built::node<"x">, x), tf::fetch(model::built::output<0>));
     if (r.ok()) y = std::get<0>(*r).untyped();
     else failed = r.status();
   });
@@ -69,13 +71,13 @@ int run(Device& device, std::int64_t batch, Options... options) {
   const double eigen_diff = models::max_abs_diff(y, reference.out);
 
   // The same graph as a runtime graph: its variables are placeholders, fed with the same weights.
-  auto def = tf::to_graph_def(tf::graph(model::y));
+  auto def = tf::to_graph_def(graph_type{});
   if (!def.ok()) {
     std::fprintf(stderr, "%s\n", def.status().to_string().c_str());
     return 1;
   }
-  using graph_type = decltype(tf::graph(model::y));
-  const std::string output = tf::runtime_name_of<graph_type>(graph_type::position<std::remove_cvref_t<decltype(model::y)>>());
+  const std::string output =
+      tf::runtime_name_of<graph_type>(graph_type::position<std::remove_cvref_t<decltype(model::built::output<0>)>>());
   auto g = tf::runtime_graph<Device>::make(std::move(*def));
   if (!g.ok()) {
     std::fprintf(stderr, "%s\n", g.status().to_string().c_str());

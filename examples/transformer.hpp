@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -110,6 +111,42 @@ struct transformer {
   }
   static constexpr auto y = encode<0>(x);  // [?, S, H]
   using graph = decltype(tf::graph(y));
+
+  // The same graph written by a build function (tf::graph_builder): one loop over the layers, the
+  // same ops, variables and names in the same order, so the same plan and kernels. Its compile time
+  // grows linearly with the layers, where the expressions' grows faster (README, "Compile time").
+  static constexpr auto build(tf::graph_builder& b) {
+    const auto split = [](auto t) {
+      return t.builder->apply(tf::ops::transpose{.perm = {0, 2, 1, 3}}, t.builder->apply(tf::ops::reshape{.to = tf::shape{dyn, S, A, D}}, t));
+    };
+    const auto join = [](auto t) {
+      return t.builder->apply(tf::ops::reshape{.to = tf::shape{dyn, S, H}}, t.builder->apply(tf::ops::transpose{.perm = {0, 2, 1, 3}}, t));
+    };
+    auto h = b.input("x", tf::dtype::f32, tf::shape{dyn, S, H});
+    for (int l = 0; l < C.layers; ++l) {
+      const auto var = [&](std::string_view suffix, tf::shape dims) {
+        return b.variable(tf::scoped("layer", l, suffix), tf::dtype::f32, dims);
+      };
+      auto wq = var("/attention/wq", {H, H}), bq = var("/attention/bq", {H});
+      auto wk = var("/attention/wk", {H, H}), bk = var("/attention/bk", {H});
+      auto wv = var("/attention/wv", {H, H}), bv = var("/attention/bv", {H});
+      auto wo = var("/attention/wo", {H, H}), bo = var("/attention/bo", {H});
+      auto g1 = var("/attention/norm/scale", {H}), c1 = var("/attention/norm/offset", {H});
+      auto w1 = var("/ffn/w1", {H, F}), b1 = var("/ffn/b1", {F});
+      auto w2 = var("/ffn/w2", {F, H}), b2 = var("/ffn/b2", {H});
+      auto g2 = var("/ffn/norm/scale", {H}), c2 = var("/ffn/norm/offset", {H});
+      auto q = split(tf::matmul(h, wq) + bq);
+      auto k = split(tf::matmul(h, wk) + bk);
+      auto v = split(tf::matmul(h, wv) + bv);
+      auto scores = b.apply(tf::ops::matmul{.transpose_b = true}, q, k) * inverse_sqrt(D);
+      auto attended = join(tf::matmul(tf::softmax(scores), v));
+      auto x1 = b.apply(tf::ops::layer_norm{}, h + (tf::matmul(attended, wo) + bo), g1, c1);
+      auto ffn = tf::matmul(tf::gelu(tf::matmul(x1, w1) + b1), w2) + b2;
+      h = b.apply(tf::ops::layer_norm{}, x1 + ffn, g2, c2);
+    }
+    return h;
+  }
+  using built = tf::built<build>;
 
   struct layer_weights {
     tf::tensor wq, bq, wk, bk, wv, bv, wo, bo, g1, c1, w1, b1, w2, b2, g2, c2;

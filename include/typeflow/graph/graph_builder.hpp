@@ -94,6 +94,11 @@ struct built_sizes {
   std::array<std::size_t, NumOpTypes> ops{};
 };
 
+// The values a builder keeps of op type Op: none for an op without attributes.
+struct no_op_values {};
+template <class Op>
+using op_values = std::conditional_t<std::is_empty_v<Op>, no_op_values, std::vector<Op>>;
+
 template <class Ops, std::size_t I>
 struct built_op_type;
 template <class... Ops, std::size_t I>
@@ -139,9 +144,6 @@ class graph_builder_of<op_list<Ops...>> {
     nodes_.reserve(s.nodes);
     inputs_.reserve(s.edges);
     names_.reserve(s.chars);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((std::get<I>(values_).reserve(s.ops[I])), ...);
-    }(std::make_index_sequence<sizeof...(Ops)>{});
   }
   graph_builder_of(const graph_builder_of&) = delete;  // handles point at it
   graph_builder_of& operator=(const graph_builder_of&) = delete;
@@ -182,7 +184,7 @@ class graph_builder_of<op_list<Ops...>> {
     detail::built_record r;
     r.kind = node_kind::op;
     r.op_type = static_cast<std::uint32_t>(type);
-    r.op_slot = static_cast<std::uint32_t>(std::get<type>(values_).size());  // an op type with attributes
+    if constexpr (!std::is_empty_v<Op>) r.op_slot = static_cast<std::uint32_t>(std::get<type>(values_).size());
     r.num_outputs = static_cast<std::uint32_t>(num_outputs_of(op));
     r.multi_output = multi_output_op<Op>;
     r.input_begin = static_cast<std::uint32_t>(inputs_.size());
@@ -265,7 +267,7 @@ class graph_builder_of<op_list<Ops...>> {
     s.outputs = outputs;
     s.error = error_.view().size();
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((s.ops[I] = std::get<I>(values_).size()), ...);
+      ((s.ops[I] = value_count<I>()), ...);
     }(std::make_index_sequence<sizeof...(Ops)>{});
     return s;
   }
@@ -274,6 +276,11 @@ class graph_builder_of<op_list<Ops...>> {
   constexpr const std::vector<char>& names() const { return names_; }
   template <std::size_t I>
   constexpr const auto& values() const { return std::get<I>(values_); }
+  template <std::size_t I>
+  constexpr std::size_t value_count() const {
+    if constexpr (std::is_empty_v<std::tuple_element_t<I, std::tuple<Ops...>>>) return 0;
+    else return std::get<I>(values_).size();
+  }
 
   // The first mistake found, and which node it was: the build goes on with a placeholder node, so
   // one mistake gives one message.
@@ -371,7 +378,10 @@ class graph_builder_of<op_list<Ops...>> {
     for (std::uint32_t j = 0; j < src.num_inputs; ++j) specs.push_back(nodes_[inputs_[src.input_begin + j]].spec);
     result<tensor_spec> out = tensor_spec{};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((I == src.op_type ? (out = infer(op_value<I>(src.op_slot), std::span<const tensor_spec>(specs), port), 0) : 0),
+      (([&] {
+         if constexpr (multi_output_op<std::tuple_element_t<I, std::tuple<Ops...>>>)
+           if (I == src.op_type) out = infer(op_value<I>(src.op_slot), std::span<const tensor_spec>(specs), port);
+       }()),
        ...);
     }(std::make_index_sequence<sizeof...(Ops)>{});
     return out;
@@ -380,7 +390,7 @@ class graph_builder_of<op_list<Ops...>> {
   std::vector<detail::built_record> nodes_;
   std::vector<std::uint32_t> inputs_;
   std::vector<char> names_;
-  std::tuple<std::vector<Ops>...> values_;
+  std::tuple<detail::op_values<Ops>...> values_;  // nothing for an op type without attributes
   std::array<inferred, sizeof...(Ops)> last_inferred_{};
   detail::text error_;
 };
@@ -410,8 +420,9 @@ template <class Ops, auto Sizes>
 struct built_values;
 template <class... Ops, auto Sizes>
 struct built_values<op_list<Ops...>, Sizes> {
+  struct none {};
   using type = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::tuple<std::array<Ops, Sizes.ops[I]>...>{};
+    return std::tuple<std::conditional_t<Sizes.ops[I] == 0, none, std::array<Ops, Sizes.ops[I]>>...>{};
   }(std::make_index_sequence<sizeof...(Ops)>{}));
 };
 
@@ -460,7 +471,11 @@ struct built {
       for (std::size_t i = 0; i < v.names.size(); ++i) v.names[i] = b.names()[i];
       for (std::size_t i = 0; i < v.outputs.size(); ++i) v.outputs[i] = outputs[i];
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        ((std::copy(b.template values<K>().begin(), b.template values<K>().end(), std::get<K>(v.values).begin())), ...);
+        (([&] {
+           if constexpr (sizes.ops[K] > 0)  // the op types the graph uses: no code for the others
+             std::copy(b.template values<K>().begin(), b.template values<K>().end(), std::get<K>(v.values).begin());
+         }()),
+         ...);
       }(std::make_index_sequence<ops::size>{});
     }
     return v;
