@@ -23,7 +23,7 @@
 // What the expressions do that the builder does not: identical sub-expressions are not merged
 // (a handle is reused instead: writing `x` twice is one node), and nodes are not placed on devices
 // (tf::on): a built graph runs on the session's first device. Every mistake is a compile error
-// naming the node: "graph_builder: node 3 (add): add: shapes [2, 3] and [4, 3] do not broadcast...".
+// naming the node by its number: "graph_builder: node 3: add: shapes [2, 3] and [4, 3] do not broadcast...".
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -193,6 +193,9 @@ class graph_builder_of<op_list<Ops...>> {
       if (!read(in, Op::name)) return placeholder(r);
     for (const node& in : inputs) inputs_.push_back(in.index);
     auto spec = infer_cached(op, type, r);
+    if constexpr (multi_output_op<Op>)  // every output's, as the expressions check them
+      for (std::size_t k = 1; spec.ok() && k < r.num_outputs; ++k)
+        if (auto other = infer_output_of(op, r, k); !other.ok()) spec = std::move(other).take_status();
     if (!spec.ok()) {
       inputs_.resize(r.input_begin);
       fail(nodes_.size(), spec.status().message());
@@ -255,6 +258,13 @@ class graph_builder_of<op_list<Ops...>> {
   }
 
   constexpr tensor_spec spec_of(node n) const { return n.index < nodes_.size() ? nodes_[n.index].spec : tensor_spec{}; }
+
+  // A node the build function returns: one of this builder's, and a value (not an op with several
+  // outputs, whose values are its output nodes).
+  constexpr std::uint32_t returned(node n) {
+    if (read(n, "a result of the build function")) return n.index;
+    return 0;
+  }
   constexpr std::size_t size() const { return nodes_.size(); }
   constexpr std::string_view error() const { return error_.view(); }
 
@@ -372,6 +382,13 @@ class graph_builder_of<op_list<Ops...>> {
     tensor_spec spec{};
   };
 
+  template <class Op>
+  constexpr result<tensor_spec> infer_output_of(const Op& op, const detail::built_record& r, std::size_t port) const {
+    std::vector<tensor_spec> specs;
+    for (std::uint32_t j = 0; j < r.num_inputs; ++j) specs.push_back(nodes_[inputs_[r.input_begin + j]].spec);
+    return infer(op, std::span<const tensor_spec>(specs), port);
+  }
+
   // Output `port`'s spec of op node `src`, inferred again from its inputs.
   constexpr result<tensor_spec> infer_output(const detail::built_record& src, std::size_t port) const {
     std::vector<tensor_spec> specs;
@@ -406,13 +423,13 @@ struct build_function<R (*)(graph_builder_of<Ops>&)> {
 
 // The output handles a build function returned: one node, or an array of them.
 template <class Ops>
-constexpr std::vector<std::uint32_t> output_indices(node_ref<Ops> n) {
-  return {n.index};
+constexpr std::vector<std::uint32_t> output_indices(graph_builder_of<Ops>& b, node_ref<Ops> n) {
+  return {b.returned(n)};
 }
 template <class Ops, std::size_t N>
-constexpr std::vector<std::uint32_t> output_indices(const std::array<node_ref<Ops>, N>& a) {
+constexpr std::vector<std::uint32_t> output_indices(graph_builder_of<Ops>& b, const std::array<node_ref<Ops>, N>& a) {
   std::vector<std::uint32_t> v;
-  for (const auto& n : a) v.push_back(n.index);
+  for (const auto& n : a) v.push_back(b.returned(n));
   return v;
 }
 
@@ -442,13 +459,13 @@ struct built {
 
   static constexpr auto sizes = [] {
     builder b;
-    const auto outputs = detail::output_indices(Build(b));
+    const auto outputs = detail::output_indices(b, Build(b));
     return b.sizes(outputs.size());
   }();
   static constexpr bool ok = sizes.error == 0;
   static_assert(ok || compile_error<detail::text_constant<[] {
                   builder b;
-                  (void)Build(b);
+                  (void)detail::output_indices(b, Build(b));
                   return detail::text(b.error());
                 }>::value>::value,
                 "typeflow::built<Build>: the build function wrote an invalid graph; see compile_error<...> above");
@@ -465,7 +482,7 @@ struct built {
     value_type v;
     if constexpr (ok) {
       builder b(sizes);
-      const auto outputs = detail::output_indices(Build(b));
+      const auto outputs = detail::output_indices(b, Build(b));
       for (std::size_t i = 0; i < v.nodes.size(); ++i) v.nodes[i] = b.records()[i];
       for (std::size_t i = 0; i < v.inputs.size(); ++i) v.inputs[i] = b.edges()[i];
       for (std::size_t i = 0; i < v.names.size(); ++i) v.names[i] = b.names()[i];
@@ -481,11 +498,14 @@ struct built {
     return v;
   }();
 
-  using graph = static_graph<built_nodes<Build>>;
+  // After a failed build (its message is above) the graph is one input, which node<> and output<>
+  // name: a session of it compiles, so the message stands alone.
+  using inert = expr<node_list<input_node<"invalid", float, static_shape<>>>>;
+  using graph = std::conditional_t<ok, static_graph<built_nodes<Build>>, static_graph<node_list<input_node<"invalid", float, static_shape<>>>>>;
 
   // The position of the input or variable named `name`, or the graph's size.
   static constexpr std::size_t position_of_name(std::string_view name) {
-    for (std::size_t i = 0; i < sizes.nodes; ++i)
+    for (std::size_t i = 0; i < built_nodes<Build>::size; ++i)
       if ((value.nodes[i].kind == node_kind::input || value.nodes[i].kind == node_kind::variable) &&
           built_nodes<Build>::names[i] == name)
         return i;
@@ -493,8 +513,8 @@ struct built {
   }
   template <detail::fixed_string Name>
   static constexpr std::size_t named_position = [] {
-    static_assert(position_of_name(Name.view()) < sizes.nodes || compile_error<detail::text_constant<[] {
-                    if (position_of_name(Name.view()) < sizes.nodes) return detail::text();
+    static_assert(!ok || position_of_name(Name.view()) < sizes.nodes || compile_error<detail::text_constant<[] {
+                    if (!ok || position_of_name(Name.view()) < sizes.nodes) return detail::text();
                     return detail::cat("built<Build>::node<\"", Name.view(), "\">: the graph has no input or variable named '",
                                        Name.view(), "'");
                   }>::value>::value,
@@ -503,10 +523,10 @@ struct built {
   }();
 
   template <detail::fixed_string Name>
-  static constexpr expr<node_list<built_node<Build, named_position<Name>>>> node{};
+  static constexpr std::conditional_t<ok, expr<node_list<built_node<Build, named_position<Name>>>>, inert> node{};
   template <std::size_t K>
     requires(K < sizes.outputs)
-  static constexpr expr<node_list<built_node<Build, value.outputs[K]>>> output{};
+  static constexpr std::conditional_t<ok, expr<node_list<built_node<Build, value.outputs[K]>>>, inert> output{};
 };
 
 namespace detail {
@@ -571,8 +591,9 @@ struct built_nodes {
            is_floating(r.spec.type);
   });
 
-  static constexpr std::array<std::uint64_t, built<Build>::sizes.edges + 1> edge_ids = [] {
-    std::array<std::uint64_t, built<Build>::sizes.edges + 1> e{};
+  static constexpr std::size_t num_edges = built<Build>::ok ? built<Build>::sizes.edges : 0;
+  static constexpr std::array<std::uint64_t, num_edges + 1> edge_ids = [] {
+    std::array<std::uint64_t, num_edges + 1> e{};
     for (std::size_t k = 0; k + 1 < e.size(); ++k) e[k] = ids[built<Build>::value.inputs[k]];
     return e;
   }();
