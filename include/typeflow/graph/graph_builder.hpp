@@ -125,10 +125,23 @@ constexpr std::string_view built_name(const built_record& r, const char* names) 
 
 }  // namespace detail
 
-// A name made of pieces at compile time: tf::scoped("layer", l, "/wq") is "layer3/wq" for l = 3.
+// A name made of pieces, at compile time or at run time: tf::scoped("layer", l, "/wq") is
+// "layer3/wq" for l = 3. It converts to std::string_view for as long as it lives (a build function's
+// input and variable names, session::initialize's). Not a std::string: libstdc++'s is not usable in
+// Clang's constant evaluation.
+class scoped_text {
+ public:
+  constexpr explicit scoped_text(detail::text t) : text_(std::move(t)) {}
+  constexpr std::string_view view() const noexcept { return text_.view(); }
+  constexpr operator std::string_view() const noexcept { return text_.view(); }
+  std::string str() const { return text_.str(); }
+
+ private:
+  detail::text text_;
+};
 template <class... Pieces>
-constexpr std::string scoped(const Pieces&... pieces) {
-  return std::string(detail::cat(pieces...).view());
+constexpr scoped_text scoped(const Pieces&... pieces) {
+  return scoped_text(detail::cat(pieces...));
 }
 
 template <class... Ops>
