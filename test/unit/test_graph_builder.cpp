@@ -253,3 +253,50 @@ TEST_CASE("graph_builder: a feed of the wrong shape is an error naming the input
                 tf::status_code::invalid_argument, "'x'");
   require_error(s.initialize("nope", *bad), tf::status_code::not_found, "no variable named 'nope'");
 }
+
+namespace {
+
+// An op of the program's own: a builder applies it once its type is in the builder's op list.
+struct triple {
+  static constexpr std::string_view name = "triple";
+  static constexpr int num_inputs = 1;
+  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
+  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
+  friend constexpr bool operator==(const triple&, const triple&) = default;
+};
+template <class Op, class Device, class T>
+struct triple_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+  static tf::status compute(const Op&, tf::kernel_context<Device>& ctx) {
+    auto x = ctx.inputs[0].template unchecked_flat<const T>();
+    auto y = ctx.outputs[0].template unchecked_flat<T>();
+    tf::parallel_assign(ctx.device, y, x * T(3));
+    return tf::ok_status();
+  }
+};
+struct triple_kernels : tf::named_kernel_list<tf::kernel_list<
+    tf::kernel_family<triple_kernel, triple, tf::devices<tf::cpu>, tf::dtypes<float>>>> {};
+using triple_registry = tf::registry<triple_kernels, tf::cpu_kernel_list>;
+using my_builder = tf::graph_builder_of<tf::op_list_cat<tf::standard_ops, tf::op_list<triple>>>;
+
+constexpr auto with_own_op(my_builder& b) {
+  auto x = b.input("x", tf::dtype::f32, tf::shape{2});
+  return tf::exp(b.apply(triple{}, x)) + 1.0;
+}
+
+}  // namespace
+
+TEST_CASE("graph_builder: an op of the program's own, through an op list that names it") {
+  using model = tf::built<with_own_op>;
+  STATIC_REQUIRE(model::graph::names[1] == "triple");
+  tf::cpu device;
+  tf::session<model::graph, tf::cpu, triple_registry> s(model::graph{}, device);
+  auto x = tf::tensor::from_values<float>({0, 1});
+  auto r = s.run(tf::feed(model::node<"x">, *x), tf::fetch(model::output<0>));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[0] == 2.0f);
+  CHECK(std::get<0>(*r)[1] == Approx(std::exp(3.0f) + 1));
+}
