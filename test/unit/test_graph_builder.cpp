@@ -262,7 +262,6 @@ struct triple {
   static constexpr int num_inputs = 1;
   constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
   constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
-  friend constexpr bool operator==(const triple&, const triple&) = default;
 };
 template <class Op, class Device, class T>
 struct triple_kernel {
