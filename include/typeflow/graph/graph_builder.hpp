@@ -381,9 +381,7 @@ class graph_builder_of<op_list<Ops...>> {
       }
     }
     if (same) return last.spec;
-    std::vector<tensor_spec> specs;
-    for (std::uint32_t j = 0; j < r.num_inputs; ++j) specs.push_back(nodes_[inputs_[r.input_begin + j]].spec);
-    auto spec = infer(op, std::span<const tensor_spec>(specs), 0);
+    auto spec = infer_output_of(op, r, 0);
     if (spec.ok()) last = inferred{true, r.input_begin, r.num_inputs, *spec};
     return spec;
   }
@@ -395,6 +393,7 @@ class graph_builder_of<op_list<Ops...>> {
     tensor_spec spec{};
   };
 
+  // Output `port`'s spec of op node r, whose op is `op`, from its inputs' specs.
   template <class Op>
   constexpr result<tensor_spec> infer_output_of(const Op& op, const detail::built_record& r, std::size_t port) const {
     std::vector<tensor_spec> specs;
@@ -404,13 +403,11 @@ class graph_builder_of<op_list<Ops...>> {
 
   // Output `port`'s spec of op node `src`, inferred again from its inputs.
   constexpr result<tensor_spec> infer_output(const detail::built_record& src, std::size_t port) const {
-    std::vector<tensor_spec> specs;
-    for (std::uint32_t j = 0; j < src.num_inputs; ++j) specs.push_back(nodes_[inputs_[src.input_begin + j]].spec);
     result<tensor_spec> out = tensor_spec{};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (([&] {
          if constexpr (multi_output_op<std::tuple_element_t<I, std::tuple<Ops...>>>)
-           if (I == src.op_type) out = infer(op_value<I>(src.op_slot), std::span<const tensor_spec>(specs), port);
+           if (I == src.op_type) out = infer_output_of(op_value<I>(src.op_slot), src, port);
        }()),
        ...);
     }(std::make_index_sequence<sizeof...(Ops)>{});
