@@ -434,6 +434,35 @@ TEST_CASE("an eager call on a device with memory of its own copies host inputs i
   CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("TEST:1"));
 }
 
+TEST_CASE("a runtime session on a device with memory of its own copies its constants there once", "[devices][runtime]") {
+  remote_device r0;
+  auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[2, 3]\n"
+                             "k = const() dtype=f32 shape=shape[2, 3] value=1.5\n"
+                             "y = add(x, k)\n");
+  REQUIRE(def.ok());
+  auto g = tf::runtime_graph<remote_device, tf::test::placement_registry>::make(std::move(*def));
+  INFO(g.status().to_string());
+  REQUIRE(g.ok());
+  tf::runtime_session<remote_device, tf::test::placement_registry> s(
+      std::make_shared<const tf::runtime_graph<remote_device, tf::test::placement_registry>>(std::move(*g)), r0);
+  tf::cpu host;
+  const tf::tensor x = tf::test::random_tensor<float>(tf::shape{2, 3}, 31);
+  auto x_on = tf::copy(x, host, r0);
+  REQUIRE(x_on.ok());
+  const int before = r0.copies_in;
+  for (int run = 0; run < 2; ++run) {
+    auto y = s.run({{"x", *x_on}}, {"y"});
+    INFO(y.status().to_string());
+    REQUIRE(y.ok());
+    CHECK((*y)[0].space() == r0.space());
+    CHECK(r0.copies_in == before + 1);  // the constant, on the first run only
+    auto back = tf::copy((*y)[0], r0, host);
+    REQUIRE(back.ok());
+    const auto xv = *x.values<float>(), yv = *back->values<float>();
+    for (std::size_t i = 0; i < 6; ++i) CHECK(yv[i] == xv[i] + 1.5f);
+  }
+}
+
 TEST_CASE("placement errors: each names the node and why; soft placement falls back", "[devices][errors]") {
   tf::cpu c0;
   tf::thread_pool c1(1);

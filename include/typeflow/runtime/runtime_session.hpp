@@ -186,7 +186,8 @@ class runtime_session {
       std::lock_guard lock(cache_mutex_);
       if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     }
-    auto made = executor::make(graph_, feeds, fetches, sorted_targets);
+    // The device: constants are copied into its memory once, when it keeps tensors outside the host's.
+    auto made = executor::make(graph_, feeds, fetches, sorted_targets, nullptr, device_);
     if (!made.ok()) return made.status();
     std::lock_guard lock(cache_mutex_);
     return cache_.emplace(key, std::move(*made)).first->second;  // another thread's, if it won
