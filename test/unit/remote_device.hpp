@@ -88,6 +88,35 @@ class remote_device {
 };
 
 static_assert(device_policy<remote_device>, "remote_device must satisfy typeflow::device_policy");
+static_assert(!blocking_host_copies<remote_device>);
+
+// remote_device with host copies the caller waits for on its own thread (blocking_host_copies, as the
+// CUDA policy has): they copy at once and count themselves, never going through the callbacks that
+// copies_in and copies_out count. Its kernels are remote_device's (the same family).
+class blocking_remote_device : public remote_device {
+ public:
+  status copy_from_host_blocking(const tensor& src, tensor& dst) {
+    ++blocking_in;
+    return copy_now(src, dst, src.space().host_accessible() && dst.space() == space());
+  }
+  status copy_to_host_blocking(const tensor& src, tensor& dst) {
+    ++blocking_out;
+    return copy_now(src, dst, src.space() == space() && dst.space().host_accessible());
+  }
+
+  std::atomic<int> blocking_in{0}, blocking_out{0};
+
+ private:
+  status copy_now(const tensor& src, tensor& dst, bool spaces_ok) {
+    if (!spaces_ok) return errors::invalid_argument(name(), ": a copy between ", src.space(), " and ", dst.space(), " is not this device's");
+    if (src.spec() != dst.spec()) return errors::invalid_argument(name(), ": copy of ", src.spec(), " into ", dst.spec());
+    if (fail_copies) return errors::unavailable(name(), ": the copy failed (fail_copies is set)");
+    if (src.bytes() != 0) std::memcpy(dst.data(), src.data(), src.bytes());
+    return ok_status();
+  }
+};
+
+static_assert(blocking_host_copies<blocking_remote_device>);
 
 using remote_kernels = kernel_list<
     kernel_family<cpu_kernels::eigen_binary_kernel, ops::add, devices<remote_device>, dtypes<float>>,

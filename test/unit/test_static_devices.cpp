@@ -181,6 +181,47 @@ TEMPLATE_TEST_CASE("static devices: an MLP split over two host devices gives bit
   }
 }
 
+TEST_CASE("static devices: a device whose host copies can be waited for on the calling thread gets feeds, "
+          "variables, constants and fetches through them", "[static][devices]") {
+  using tf::test::blocking_remote_device;
+  tf::cpu host;
+  blocking_remote_device remote;
+  constexpr auto in = tf::input<"in", float, static_shape<4, 3>>;
+  constexpr auto v = tf::on<blocking_remote_device>(tf::variable<"v", float, static_shape<4, 3>>);
+  constexpr auto y = tf::tanh(tf::on<blocking_remote_device>(in * v)) + 1.0_c;
+  using g = decltype(tf::graph(y));
+  auto it = random_tensor<float>(tf::shape{4, 3}, 14);
+  auto vt = random_tensor<float>(tf::shape{4, 3}, 15);
+  tf::session<g, tf::device_group<tf::cpu, blocking_remote_device>, registry, false> s(g{}, tf::device_group(host, remote));
+  REQUIRE(s.initialize(v, vt).ok());
+  CHECK(remote.blocking_in == 1);  // the variable's value
+  auto got = s.run(tf::feed(in, it), tf::fetch(y));
+  INFO(got.status().to_string());
+  REQUIRE(got.ok());
+  const tf::tensor yt = std::get<0>(*got);
+  const auto iv = *it.values<float>(), vv = *vt.values<float>(), yv = *yt.values<float>();
+  for (std::size_t i = 0; i < 12; ++i) CHECK(yv[i] == Approx(std::tanh(iv[i] * vv[i]) + 1.0f));
+  CHECK(remote.blocking_in == 3);   // and the feed, and the constant
+  CHECK(remote.blocking_out == 1);  // the fetch
+  auto again = s.run(tf::feed(in, it), tf::fetch(y));
+  REQUIRE(again.ok());
+  CHECK(same_bits(std::get<0>(*again), yt));
+  CHECK(remote.blocking_in == 4);  // only the feed: the constant stays on the device
+  CHECK(remote.blocking_out == 2);
+  CHECK(remote.copies_in == 0);    // nothing through the callbacks
+  CHECK(remote.copies_out == 0);
+  // tf::to_device and tf::to_host take the same way; a failed copy is the status.
+  auto on = tf::to_device(it, remote);
+  REQUIRE(on.ok());
+  CHECK(on->space() == remote.space());
+  auto back = tf::to_host(*on, remote);
+  REQUIRE(back.ok());
+  CHECK(same_bits(*back, it));
+  CHECK(remote.copies_in + remote.copies_out == 0);
+  remote.fail_copies = true;
+  require_error(s.run(tf::feed(in, it), tf::fetch(y)), tf::status_code::unavailable, "fail_copies");
+}
+
 TEST_CASE("static devices: inputs, variables, constants and fetches on a device the host cannot read",
           "[static][devices]") {
   tf::cpu host;

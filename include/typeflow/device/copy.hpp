@@ -7,7 +7,9 @@
 //   device        -> same device       from.copy_within
 //   device        -> another device    from.copy_to_host into a host tensor, then to.copy_from_host
 // copy_async calls done(status, tensor) once, from any thread; copy waits for it. Errors name the
-// tensor and both devices.
+// tensor and both devices. copy_into, to_device and to_host are the waited-for forms a session uses:
+// through a policy's blocking host copies where it has them (blocking_host_copies), else the
+// asynchronous ones, waited for.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -123,6 +125,45 @@ result<tensor> wait_for_tensor(Start&& start) {
 template <device_policy From, device_policy To>
 result<tensor> copy(const tensor& t, From& from, To& to) {
   return wait_for_tensor([&](tensor_done done) { copy_async(t, from, to, std::move(done)); });
+}
+
+// A policy whose host copies can also be waited for on the calling thread (the CUDA policy: a stream
+// synchronize instead of a completion callback handed between threads).
+template <class D>
+concept blocking_host_copies = device_policy<D> && requires(D& d, const tensor& src, tensor& dst) {
+  { d.copy_from_host_blocking(src, dst) } -> std::same_as<status>;
+  { d.copy_to_host_blocking(src, dst) } -> std::same_as<status>;
+};
+
+// copy_into_async, waited for: through the policy's blocking copies where it has them. What callers
+// that wait anyway use (feeds, fetches, constants, eager inputs).
+template <device_policy From, device_policy To>
+status copy_into(const tensor& src, From& from, tensor& dst, To& to) {
+  const bool src_host = src.space().host_accessible(), dst_host = dst.space().host_accessible();
+  if constexpr (blocking_host_copies<To>)
+    if (src_host && !dst_host) return to.copy_from_host_blocking(src, dst);
+  if constexpr (blocking_host_copies<From>)
+    if (!src_host && dst_host) return from.copy_to_host_blocking(src, dst);
+  return wait_for_done([&](kernel_done done) { copy_into_async(src, from, dst, to, std::move(done)); });
+}
+
+// to_device_async and to_host_async, waited for, as copy_into.
+template <device_policy To>
+result<tensor> to_device(const tensor& t, To& to) {
+  if (reads_in_place(t, to)) return t;
+  if (!t.space().host_accessible()) return unreadable(t, to);
+  auto dst = to.allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return dst.status();
+  if (auto st = copy_into(t, to, *dst, to); !st.ok()) return st;
+  return std::move(*dst);
+}
+template <device_policy From>
+result<tensor> to_host(const tensor& t, From& from) {
+  if (t.space().host_accessible()) return t;
+  auto dst = tensor::allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return dst.status();
+  if (auto st = copy_into(t, from, *dst, from); !st.ok()) return st;
+  return std::move(*dst);
 }
 
 } // namespace typeflow

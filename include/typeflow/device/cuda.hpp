@@ -5,7 +5,10 @@
 // Kernels enqueue on the device's compute stream and return (they are cheap for a scheduler: never
 // worth a thread hand-off); copies to and from the host run on the copy streams, ordered against the
 // compute stream by events, and report through their done callback from the completion thread when
-// the bytes have arrived. A tensor's memory goes back to the pool when its last user is released on
+// the bytes have arrived. A caller that waits for a copy anyway (a session's feeds and fetches, an
+// eager call's inputs) takes the blocking copies instead (copy_from_host_blocking, through
+// tf::copy_into): queued on the compute stream and waited for on the calling thread, with no event
+// and no hand-off to the completion threads. A tensor's memory goes back to the pool when its last user is released on
 // the host, which is safe for kernels still queued: the next user of that memory is queued behind
 // them on the same compute stream (TensorFlow's rule for buffers only the compute stream touches).
 // Every policy object for one GPU shares its streams (cuda_streams::of); each has its own pool,
@@ -37,6 +40,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/device/cuda_streams.hpp>
 #include <typeflow/device/device.hpp>
+#include <typeflow/kernels/kernel.hpp>
 #include <typeflow/memory/bfc_allocator.hpp>
 #include <typeflow/memory/cuda_sub_allocator.hpp>
 #include <typeflow/memory/device_memory.hpp>
@@ -154,6 +158,20 @@ class basic_cuda {
     copy(streams_->compute, src, dst, gpu::copy_kind::device_to_device, std::move(done));
   }
 
+  // The same copies for a caller that waits for them anyway (a session's feeds and fetches, an eager
+  // call's inputs): queued on the compute stream behind its work and waited for on this thread, with
+  // no events and no completion callback (whose two thread hand-offs cost a GPU session's run about
+  // as much as its kernels at batch 1). While this thread captures a CUDA graph or runs a branch of
+  // one, they go the asynchronous way above and are waited for.
+  status copy_from_host_blocking(const tensor& src, tensor& dst) {
+    return copy_blocking("copy_from_host", src, dst, src.space().host_accessible(), dst.space() == space(),
+                         gpu::copy_kind::host_to_device);
+  }
+  status copy_to_host_blocking(const tensor& src, tensor& dst) {
+    return copy_blocking("copy_to_host", src, dst, src.space() == space(), dst.space().host_accessible(),
+                         gpu::copy_kind::device_to_host);
+  }
+
   // Antman's GPU op queue (seed 001), for a job that shares the GPU with another: with an op idle
   // time set, each kernel this policy object (and its copies) runs is waited for, and the GPU is left
   // to other work for the idle time before the next kernel is launched; a session run as a CUDA graph
@@ -199,6 +217,21 @@ class basic_cuda {
     if (src.spec() != dst.spec())
       return errors::invalid_argument(name_, ": ", what, " of ", src.spec(), " into ", dst.spec());
     return ok_status();
+  }
+
+  status copy_blocking(std::string_view what, const tensor& src, tensor& dst, bool src_ok, bool dst_ok,
+                       gpu::copy_kind kind) {
+    if (auto s = check_copy(what, src, dst, src_ok, dst_ok); !s.ok()) return s;
+    cuda_streams& g = *streams_;
+    if (&g.current() != &g.compute || g.capturing()) {
+      gpu::stream& on = kind == gpu::copy_kind::host_to_device ? g.host_to_device : g.device_to_host;
+      return wait_for_done([&](kernel_done done) { copy(on, src, dst, kind, std::move(done)); });
+    }
+    if (auto s = gpu::copy_async(g.compute, dst.data(), src.data(), src.bytes(), kind); !s.ok()) {
+      (void)g.compute.synchronize();
+      return s.with_context(name_);
+    }
+    return g.compute.synchronize().with_context(name_);
   }
 
   // The copy on `on`, after the compute stream's work so far (a pooled destination may still be

@@ -86,7 +86,7 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
     if (!inputs[i].space().host_accessible())
       return unreadable(inputs[i], device).with_context(detail::cat(Op::name, ": input ", i).view());
     if (copied.empty()) copied.assign(inputs.begin(), inputs.end());
-    auto in = wait_for_tensor([&](tensor_done done) { to_device_async(inputs[i], device, std::move(done)); });
+    auto in = to_device(inputs[i], device);
     if (!in.ok()) return in.status().with_context(detail::cat(Op::name, ": input ", i).view());
     copied[i] = std::move(*in);
   }

@@ -245,10 +245,17 @@ class cuda_graph_replay final : public detail::replay_base {
     return ok_status();
   }
 
-  // One run (see the top of this file); what it did goes to metadata->replay and graph_branches.
-  status run(const group& g, const static_environment& env, run_metadata* metadata) {
+  // One run (see the top of this file), its fetches (state slots) copied out into `out` as host
+  // tensors of their own: begin() then end(), so that once the graph is captured a run is a host copy
+  // of each feed into pinned staging, the copies in, the launch and the copies out queued on one
+  // stream, one wait, and a host copy of each fetch out of staging. What it did goes to
+  // metadata->replay and graph_branches.
+  status run(const group& g, const static_environment& env, std::span<const std::size_t> fetches, std::span<tensor> out,
+             run_metadata* metadata) {
     graph_replay how = graph_replay::none;
-    status st = run_once(g, env, how);
+    status st = begin(g, env, fetches, how);
+    if (st.ok()) st = end(out);
+    else wait();
     if (metadata != nullptr) {
       metadata->replay = how;
       metadata->graph_branches = exec_ ? branches_used_ : 0;

@@ -236,7 +236,7 @@ class runtime_session<devices<Ds...>, Registry, false> {
     for (std::size_t p = 0; p < plan.parts.size(); ++p) {
       for (std::size_t k : plan.parts[p].feeds) {
         auto on_device = devices_.visit(plan.parts[p].device, [&](auto& device) {
-          return wait_for_tensor([&](tensor_done done) { to_device_async(fed[k], device, std::move(done)); });
+          return to_device(fed[k], device);
         });
         if (!on_device.ok()) return on_device.status().with_context(detail::cat("feed '", feed_names[k], "'").str());
         part_feeds[p].push_back(std::move(*on_device));
@@ -277,7 +277,7 @@ class runtime_session<devices<Ds...>, Registry, false> {
           continue;
         }
         auto host = devices_.visit(plan.parts[p].device, [&](auto& device) {
-          return wait_for_tensor([&](tensor_done done) { to_host_async(part_out[k], device, std::move(done)); });
+          return to_host(part_out[k], device);
         });
         if (!host.ok()) return host.status().with_context(detail::cat("fetch '", fetches[slot], "'").str());
         outputs[slot] = std::move(*host);

@@ -186,7 +186,7 @@ class runtime_executor {
       }
       if (n.feed == npos && it.kind == runtime_node_kind::constant && device != nullptr &&
           !device->space().host_accessible()) {
-        auto on_device = wait_for_tensor([&](tensor_done done) { to_device_async(it.value, *device, std::move(done)); });
+        auto on_device = to_device(it.value, *device);
         if (!on_device.ok()) return on_device.status().with_context(detail::cat("constant '", it.name, "'").str());
         n.value = std::move(*on_device);
       }

@@ -305,7 +305,7 @@ class session {
       return errors::invalid_argument("variable '", Graph::names[p], "': initial value is ", value.spec(),
                                       ", the variable is ", Graph::specs[p]);
     if (!value.valid()) return errors::invalid_argument("variable '", Graph::names[p], "': initial value has no storage");
-    auto placed = wait_for_tensor([&](tensor_done done) { to_device_async(value, devices_.template get<D>(), std::move(done)); });
+    auto placed = to_device(value, devices_.template get<D>());
     if (!placed.ok()) return placed.status().with_context(detail::cat("variable '", Graph::names[p], "'").view());
     if (placed->owns_buffer()) {
       variables_.write(Graph::variable_index[p], std::move(*placed));
@@ -325,7 +325,7 @@ class session {
       out = t;
       return ok_status();
     }
-    auto host = wait_for_tensor([&](tensor_done done) { to_host_async(t, devices_.template get<D>(), std::move(done)); });
+    auto host = to_host(t, devices_.template get<D>());
     if (!host.ok()) return host.status().with_context(detail::cat("fetch of node ", p, " (", Graph::names[p], ")").view());
     out = std::move(*host);
     return ok_status();
@@ -461,29 +461,27 @@ class session {
 
     using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
-    // A CUDA-graph session's runs take turns on the state its graph was captured from.
-    std::unique_lock<std::mutex> replay_lock;
-    std::unique_ptr<state> owned;
-    state* s = nullptr;
+    std::array<tensor, sizeof...(Fs)> fetched;
     if constexpr (Replay) {
-      replay_lock = std::unique_lock(replay_mutex_);
+      // A CUDA-graph session's runs take turns on the state its graph was captured from; the runner
+      // copies the fetches out itself.
+      std::lock_guard replay_lock(replay_mutex_);
       auto found = replay_of<executor>();
       if (!found.ok()) return std::move(found).take_status();
       cuda_graph_replay<executor, Device>& r = **found;
-      s = &r.state();
-      st = r.run(devices_, env, metadata);
+      static constexpr std::array<std::size_t, sizeof...(Fs)> fetch_slots{Plan::fetches[Fs]...};
+      st = r.run(devices_, env, std::span<const std::size_t>(fetch_slots), std::span<tensor>(fetched), metadata);
+      executor::release_leaves(r.state());
     } else {
       (void)metadata;
-      owned = acquire();
-      s = owned.get();
+      std::unique_ptr<state> s = acquire();
       if constexpr (Parallel) st = static_parallel_executor<Plan, group, Registry>::run(devices_, *pool_, *s, env);
       else st = executor::run(devices_, *s, env);
+      (void)((st.ok() && (st = fetch_to_host<node_device_index[Plan::fetches[Fs]]>(Plan::fetches[Fs], s->slots[Plan::fetches[Fs]], fetched[Fs]),
+                           st.ok())) && ...);
+      executor::release_leaves(*s);
+      release(std::move(s));
     }
-    std::array<tensor, sizeof...(Fs)> fetched;
-    (void)((st.ok() && (st = fetch_to_host<node_device_index[Plan::fetches[Fs]]>(Plan::fetches[Fs], s->slots[Plan::fetches[Fs]], fetched[Fs]),
-                         st.ok())) && ...);
-    executor::release_leaves(*s);
-    if constexpr (!Replay) release(std::move(owned));
     if (!st.ok()) return st;
     return std::tuple<typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>...>{
         typed_tensor<element_t<Graph::specs[Plan::fetches[Fs]].type>>::adopt(std::move(fetched[Fs]))...};

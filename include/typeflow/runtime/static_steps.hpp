@@ -126,7 +126,7 @@ struct static_steps {
     }
     if (!x.space().host_accessible()) return with_node(i, unreadable(x, device));
     if (auto st = prepare_output(device, y, x.spec()); !st.ok()) return with_node(i, st);
-    status st = wait_for_done([&](kernel_done done) { copy_into_async(x, device, y, device, std::move(done)); });
+    status st = copy_into(x, device, y, device);
     if (st.ok()) return st;
     y = tensor();  // not a constant's value, nor a feed's
     return with_node(i, st);
@@ -233,7 +233,7 @@ struct static_steps {
         }
         if (st = prepare_output(target, y, x.spec()); !st.ok()) return st = with_node(i, st), true;
         if (done == nullptr) {
-          st = wait_for_done([&](kernel_done d) { copy_into_async(x, source, y, target, std::move(d)); });
+          st = copy_into(x, source, y, target);
           if (!st.ok()) st = with_node(i, st);
           return true;
         }
