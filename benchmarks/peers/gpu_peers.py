@@ -100,6 +100,10 @@ def main():
     if not torch.cuda.is_available():
         print("gpu_peers: skipped: PyTorch sees no CUDA device")
         return
+    # Exact f32, as typeflow's default and JAX's "highest" below: PyTorch's cuDNN convolutions use
+    # TF32 tensor cores unless told not to (its matmuls do not, by default).
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     ours = {}
     typeflow_json = results / "bench_gpu.json"
     if typeflow_json.exists():
