@@ -17,6 +17,8 @@ using Catch::Matchers::Contains;
 using registry = tf::registry<tf::cuda_kernel_list, tf::cpu_kernel_list>;
 
 static_assert(tf::device_policy<tf::cuda<0>> && tf::device_policy<tf::cuda<3>>);
+// Sessions' feeds and fetches take the blocking copies (a stream synchronize, no completion thread).
+static_assert(tf::blocking_host_copies<tf::cuda<0>> && tf::blocking_host_copies<tf::cuda_spilling<0>>);
 static_assert(std::is_same_v<tf::device_family_t<tf::cuda<2>>, tf::cuda<0>>);
 static_assert(registry::has_kernel<tf::ops::relu, tf::cuda<0>, float>);
 static_assert(registry::has_kernel<tf::ops::matmul, tf::cuda<1>, Eigen::half>);  // through the family

@@ -206,7 +206,7 @@ class cuda_graph_replay final : public detail::replay_base {
       if (st.ok() && signature() == signature_) {
         st = exec_->launch(origin());
         if (st.ok()) st = gpu.pace(origin());  // an op idle time paces each replay (and gives up the overlap)
-        how = graph_replay::replayed;
+        if (st.ok()) how = graph_replay::replayed;
       } else if (st.ok()) {
         fast = false;  // an address changed after all: a whole run, after the copies made so far
         st = origin().synchronize();
