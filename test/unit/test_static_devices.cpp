@@ -217,7 +217,19 @@ TEST_CASE("static devices: a device whose host copies can be waited for on the c
   auto back = tf::to_host(*on, remote);
   REQUIRE(back.ok());
   CHECK(same_bits(*back, it));
+  // So does tf::copy, whose bad inputs are statuses naming the copy.
+  auto copied = tf::copy(it, host, remote);
+  REQUIRE(copied.ok());
+  auto copied_back = tf::copy(*copied, remote, host);
+  REQUIRE(copied_back.ok());
+  CHECK(same_bits(*copied_back, it));
   CHECK(remote.copies_in + remote.copies_out == 0);
+  require_error(tf::copy(tf::tensor(), host, remote), tf::status_code::invalid_argument, "the tensor has no storage");
+  remote_device elsewhere;
+  elsewhere.set_ordinal(1);  // another device of the same type (TEST:1)
+  auto on_other = tf::copy(it, host, elsewhere);
+  REQUIRE(on_other.ok());
+  require_error(tf::copy(*on_other, remote, host), tf::status_code::invalid_argument, "not in the source device's");
   // A failed copy is the run's status, naming the node; the next run, with copies working, is whole.
   remote.fail_copies = true;
   auto failed = s.run(tf::feed(in, it), tf::fetch(y));

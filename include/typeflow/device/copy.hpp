@@ -6,16 +6,17 @@
 //   device        -> host-readable     from.copy_to_host
 //   device        -> same device       from.copy_within
 //   device        -> another device    from.copy_to_host into a host tensor, then to.copy_from_host
-// copy_async calls done(status, tensor) once, from any thread; copy waits for it. Errors name the
-// tensor and both devices. copy_into, to_device and to_host are the waited-for forms a session uses:
-// through a policy's blocking host copies where it has them (blocking_host_copies), else the
-// asynchronous ones, waited for.
+// copy_async calls done(status, tensor) once, from any thread. Errors name the tensor and both
+// devices. copy, copy_into, to_device and to_host are the waited-for forms (copy for a program, the
+// others for sessions and eager calls): through a policy's blocking host copies where it has them
+// (blocking_host_copies), else the asynchronous ones, waited for.
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include <typeflow/core/status.hpp>
@@ -48,19 +49,32 @@ void copy_into_async(const tensor& src, From& from, tensor& dst, To& to, copy_do
   });
 }
 
+namespace detail {
+// What copy_async and copy check, and the destination they copy into (a new tensor of `to`); the
+// errors name the tensor and both devices.
+template <device_policy From, device_policy To>
+std::string copy_context(const tensor& t, From& from, To& to) {
+  return cat("copy of ", t.spec(), " from ", from.name(), " to ", to.name()).str();
+}
+template <device_policy From, device_policy To>
+result<tensor> copy_destination(const tensor& t, From& from, To& to) {
+  if (!t.valid()) return errors::invalid_argument(copy_context(t, from, to), ": the tensor has no storage");
+  if (!t.space().host_accessible() && !(t.space() == from.space()))
+    return errors::invalid_argument(copy_context(t, from, to), ": the tensor is in ", t.space(),
+                                    ", not in the source device's ", from.space());
+  auto dst = to.allocate(t.dtype(), t.shape());
+  if (!dst.ok()) return dst.status().with_context(copy_context(t, from, to));
+  return dst;
+}
+}  // namespace detail
+
 template <device_policy From, device_policy To>
 void copy_async(const tensor& t, From& from, To& to, tensor_done done) {
-  auto context = [&] { return detail::cat("copy of ", t.spec(), " from ", from.name(), " to ", to.name()).str(); };
-  if (!t.valid()) return done(errors::invalid_argument(context(), ": the tensor has no storage"), tensor());
-  if (!t.space().host_accessible() && !(t.space() == from.space()))
-    return done(errors::invalid_argument(context(), ": the tensor is in ", t.space(), ", not in the source device's ",
-                                         from.space()),
-                tensor());
-  auto dst = to.allocate(t.dtype(), t.shape());
-  if (!dst.ok()) return done(dst.status().with_context(context()), tensor());
+  auto dst = detail::copy_destination(t, from, to);
+  if (!dst.ok()) return done(dst.status(), tensor());
   // The destination lives in the callback until the copy is done.
   auto out = std::make_shared<tensor>(std::move(*dst));
-  copy_into_async(t, from, *out, to, [out, done, context = context()](status st) {
+  copy_into_async(t, from, *out, to, [out, done, context = detail::copy_context(t, from, to)](status st) {
     if (!st.ok()) return done(st.with_context(context), tensor());
     done(ok_status(), std::move(*out));
   });
@@ -108,25 +122,6 @@ void to_host_async(const tensor& t, From& from, tensor_done done) {
   });
 }
 
-// Waits for one of the above.
-template <class Start>
-result<tensor> wait_for_tensor(Start&& start) {
-  tensor out;
-  status st = wait_for_done([&](kernel_done done) {
-    start([&out, done = std::move(done)](status s, tensor y) {
-      out = std::move(y);
-      done(std::move(s));
-    });
-  });
-  if (!st.ok()) return st;
-  return out;
-}
-
-template <device_policy From, device_policy To>
-result<tensor> copy(const tensor& t, From& from, To& to) {
-  return wait_for_tensor([&](tensor_done done) { copy_async(t, from, to, std::move(done)); });
-}
-
 // A policy whose host copies can also be waited for on the calling thread (the CUDA policy: a stream
 // synchronize instead of a completion callback handed between threads).
 template <class D>
@@ -145,6 +140,15 @@ status copy_into(const tensor& src, From& from, tensor& dst, To& to) {
   if constexpr (blocking_host_copies<From>)
     if (!src_host && dst_host) return from.copy_to_host_blocking(src, dst);
   return wait_for_done([&](kernel_done done) { copy_into_async(src, from, dst, to, std::move(done)); });
+}
+
+// copy_async, waited for, as copy_into.
+template <device_policy From, device_policy To>
+result<tensor> copy(const tensor& t, From& from, To& to) {
+  auto dst = detail::copy_destination(t, from, to);
+  if (!dst.ok()) return dst.status();
+  if (auto st = copy_into(t, from, *dst, to); !st.ok()) return st.with_context(detail::copy_context(t, from, to));
+  return dst;
 }
 
 // to_device_async and to_host_async, waited for, as copy_into.
