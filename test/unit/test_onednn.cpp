@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// onednn_kernel_list (kernels/onednn/): matmul and conv2d on oneDNN's sgemm against the same
-// double-precision references and cases as the default kernels (all four transposes, broadcast
-// batches, blocks split by rows and by columns, every padding and layout of conv2d), on both host
-// policies, through a registry that puts the list first; that the registry picks oneDNN's kernels
-// for float and the default ones for other dtypes; that a call leaves the calling thread's OpenMP
-// thread count as it found it.
+// onednn_kernel_list (kernels/onednn/): matmul on oneDNN's sgemm and conv2d on its direct
+// convolution (NHWC) or im2col + sgemm (NCHW), against the same double-precision references and
+// cases as the default kernels (all four transposes, broadcast batches, blocks split by rows and
+// by columns, every padding and layout of conv2d), on both host policies, through a registry that
+// puts the list first; the direct convolution's blocks of images and of rows on 2, 3 and 7 threads
+// against the default kernel, with no thread of oneDNN's own; that the registry picks oneDNN's
+// kernels for float and the default ones for other dtypes; that a call leaves the calling thread's
+// OpenMP thread count as it found it.
 #include "conv_reference.hpp"
 #include "matmul_reference.hpp"
 #include "support.hpp"
 
 #include <typeflow/kernels/onednn/kernel_list.hpp>
 
+#include <fstream>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace tf = typeflow;
 
@@ -33,6 +38,69 @@ TEMPLATE_LIST_TEST_CASE("oneDNN conv2d matches a nested-loop reference", "[onedn
   conv_reference::check_conv2d<float, onednn_registry>(device, 1e-4);
 }
 
+namespace {
+
+// The threads of this process (Linux's /proc/self/status), or -1 where it cannot be read.
+int process_threads() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
+struct direct_case {
+  tf::shape x, f;
+  tf::ops::conv2d op;
+};
+
+}  // namespace
+
+TEST_CASE("oneDNN conv2d splits images and rows over the threads", "[onednn][conv]") {
+  using tf::ops::padding;
+  // Convolutions with a short patch (the direct path) and enough work for several threads: one
+  // image (ranges of rows), nine (one image a block on 2 threads), two (rows on 3 and 7 threads),
+  // a stride, the longest patch that is direct (4x4x8 = 128) and one longer (1x3x43 = 129, im2col),
+  // and pads so large that the first and last ranges of rows read only padding.
+  const std::vector<direct_case> cases = {
+      {{1, 64, 64, 3}, {3, 3, 3, 32}, {.pad = padding::same}},
+      {{9, 32, 32, 3}, {3, 3, 3, 16}, {.pad = padding::same}},
+      {{2, 28, 28, 1}, {3, 3, 1, 32}, {.pad = padding::same}},
+      {{1, 56, 56, 8}, {3, 3, 8, 64}, {.stride_h = 2, .stride_w = 2, .pad = padding::same}},
+      {{1, 20, 20, 8}, {4, 4, 8, 16}, {}},
+      {{1, 20, 20, 43}, {1, 3, 43, 16}, {.pad = padding::same}},
+      {{1, 6, 40, 4}, {3, 3, 4, 64}, {.pad = padding::explicit_, .pad_top = 5, .pad_bottom = 5, .pad_left = 1, .pad_right = 1}},
+  };
+  std::uint64_t seed = 20;
+  for (int threads : {2, 3, 7}) {
+    tf::thread_pool device(threads);
+    const int before = process_threads();
+    for (const auto& c : cases) {
+      INFO(threads << " threads, input " << c.x.to_string() << ", filter " << c.f.to_string());
+      const auto x = tf::test::random_tensor<float>(c.x, seed++);
+      const auto f = tf::test::random_tensor<float>(c.f, seed++);
+      auto y = tf::call<float, onednn_registry>(device, c.op, x, f);
+      auto expected = tf::call<float>(device, c.op, x, f);  // the default kernel, itself checked against the reference
+      REQUIRE((y.ok() && expected.ok()));
+      tf::test::require_close<float>(*y, expected->shape(), tf::test::as_doubles<float>(*expected), 1e-4);
+    }
+    // oneDNN ran on the policy's threads alone: it started none of its own.
+    CHECK(process_threads() == before);
+  }
+
+  // A filter assigned between two calls of the same shape: the second call sees the new values
+  // (the filter is reordered on every call, not cached with the primitive).
+  tf::thread_pool device(2);
+  const auto x = tf::test::random_tensor<float>(tf::shape{1, 9, 9, 4}, 7);
+  const tf::ops::conv2d op{.pad = tf::ops::padding::same};
+  const auto f1 = tf::test::random_tensor<float>(tf::shape{3, 3, 4, 8}, 8);
+  const auto f2 = tf::test::random_tensor<float>(tf::shape{3, 3, 4, 8}, 9);
+  auto y1 = tf::call<float, onednn_registry>(device, op, x, f1);
+  auto y2 = tf::call<float, onednn_registry>(device, op, x, f2);
+  auto expected = tf::call<float>(device, op, x, f2);
+  REQUIRE((y1.ok() && y2.ok() && expected.ok()));
+  tf::test::require_close<float>(*y2, expected->shape(), tf::test::as_doubles<float>(*expected), 1e-4);
+}
+
 TEST_CASE("the registry takes oneDNN's kernels for float only", "[onednn][registry]") {
   STATIC_REQUIRE(std::is_same_v<onednn_registry::kernel<tf::ops::matmul, tf::cpu, float>,
                                 tf::onednn::onednn_matmul_kernel<tf::ops::matmul, tf::cpu, float>>);
@@ -49,6 +117,10 @@ TEST_CASE("a oneDNN call keeps the calling thread's OpenMP thread count", "[oned
   const auto a = tf::test::random_tensor<float>(tf::shape{40, 50}, 1);
   const auto b = tf::test::random_tensor<float>(tf::shape{50, 60}, 2);
   REQUIRE(tf::call<float, onednn_registry>(device, tf::ops::matmul{}, a, b).ok());
+  CHECK(omp_get_max_threads() == 3);
+  const auto x = tf::test::random_tensor<float>(tf::shape{1, 8, 8, 2}, 3);
+  const auto f = tf::test::random_tensor<float>(tf::shape{3, 3, 2, 4}, 4);
+  REQUIRE(tf::call<float, onednn_registry>(device, tf::ops::conv2d{}, x, f).ok());  // the direct convolution
   CHECK(omp_get_max_threads() == 3);
   omp_set_num_threads(before);
 }

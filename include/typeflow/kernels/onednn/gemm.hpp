@@ -32,17 +32,31 @@ void omp_set_num_threads(int);
 
 namespace typeflow::onednn {
 
+// The calling thread's OpenMP thread count set to 1 for this object's life, so that oneDNN starts
+// no threads beside the policy's; put back after.
+class one_openmp_thread {
+ public:
+  one_openmp_thread() : threads_(omp_get_max_threads()) {
+    if (threads_ != 1) omp_set_num_threads(1);
+  }
+  ~one_openmp_thread() {
+    if (threads_ != 1) omp_set_num_threads(threads_);
+  }
+  one_openmp_thread(const one_openmp_thread&) = delete;
+  one_openmp_thread& operator=(const one_openmp_thread&) = delete;
+
+ private:
+  int threads_;
+};
+
 struct onednn_gemm {
   static constexpr std::string_view name = "oneDNN";
 
   static bool run(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
                   std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
-    const int threads = omp_get_max_threads();
-    if (threads != 1) omp_set_num_threads(1);
-    const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
-                                        0.0f, c, ldc);
-    if (threads != 1) omp_set_num_threads(threads);
-    return st == dnnl_success;
+    const one_openmp_thread single;
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) ==
+           dnnl_success;
   }
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// onednn_kernel_list: matmul and conv2d on oneDNN's sgemm for float on the host policies; the
-// same kernels as the default list's (blocks of the product split over the policy's threads, im2col
-// chunks for convolutions), with oneDNN's GEMM instead of Eigen's. A program puts it first in its
+// onednn_kernel_list: matmul and conv2d on oneDNN for float on the host policies. matmul is the
+// default list's kernel (blocks of the product split over the policy's threads) with oneDNN's sgemm
+// instead of Eigen's contraction; conv2d is oneDNN's direct convolution on NHWC images
+// (kernels/onednn/conv2d.hpp), and im2col + sgemm on NCHW ones. A program puts it first in its
 // registry:
 //   using fast_registry = tf::registry<tf::onednn_kernel_list, tf::cpu_kernel_list>;
 // and every other (op, device, dtype) comes from the lists after it. Needs libdnnl-dev; link with
@@ -10,9 +11,9 @@
 
 #include <typeflow/fwd.hpp>
 
-#include <typeflow/kernels/cpu/conv2d.hpp>
 #include <typeflow/kernels/cpu/linalg.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/kernels/onednn/conv2d.hpp>
 #include <typeflow/kernels/onednn/gemm.hpp>
 
 namespace typeflow {
@@ -21,9 +22,6 @@ namespace onednn {
 
 template <class Op, class Device, class T>
 struct onednn_matmul_kernel : cpu_kernels::basic_matmul_kernel<Op, Device, T, onednn_gemm> {};
-
-template <class Op, class Device, class T>
-struct onednn_conv2d_kernel : cpu_kernels::basic_im2col_conv2d_kernel<Op, Device, T, onednn_gemm> {};
 
 }  // namespace onednn
 
