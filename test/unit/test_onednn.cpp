@@ -14,6 +14,7 @@
 #include <typeflow/kernels/onednn/kernel_list.hpp>
 
 #include <fstream>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -87,6 +88,20 @@ TEST_CASE("oneDNN conv2d splits images and rows over the threads", "[onednn][con
     CHECK(process_threads() == before);
   }
 
+  // Pads and strides at the op's limits (2^31 - 1 each), where oneDNN's int arithmetic would refuse
+  // the shape: computed as the default kernel computes them.
+  {
+    tf::cpu device;
+    constexpr std::int64_t most = std::numeric_limits<int>::max();
+    const auto x = tf::test::random_tensor<float>(tf::shape{1, 4, 4, 2}, 12);
+    const auto f = tf::test::random_tensor<float>(tf::shape{3, 3, 2, 2}, 13);
+    const tf::ops::conv2d op{.stride_h = most, .stride_w = most, .pad = tf::ops::padding::explicit_, .pad_top = most,
+                             .pad_bottom = most, .pad_left = most, .pad_right = most};
+    auto y = tf::call<float, onednn_registry>(device, op, x, f);
+    auto expected = tf::call<float>(device, op, x, f);
+    REQUIRE((y.ok() && expected.ok()));
+    tf::test::require_close<float>(*y, expected->shape(), tf::test::as_doubles<float>(*expected), 1e-4);
+  }
   // A filter assigned between two calls of the same shape: the second call sees the new values
   // (the filter is reordered on every call, not cached with the primitive).
   tf::thread_pool device(2);

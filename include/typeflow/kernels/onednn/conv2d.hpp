@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -173,6 +174,22 @@ struct onednn_conv2d_kernel {
   // thread (about 6 a cycle at 3 GHz), and 23 us split over two.
   static constexpr double direct_macs_per_cycle = 6;
 
+  // Whether the direct convolution takes this one: an NHWC image with a short patch, not pointwise,
+  // with something to compute (im2col's kernel handles empty images, filters and sums), and padded
+  // extents within an int, where oneDNN 2.6 checks a shape (pads of up to 2^31 - 1 each, which the
+  // op allows, overflow it: it refuses the descriptor where im2col computes the output).
+  static bool direct(const Op& op, const cpu_kernels::detail::conv_geometry& g) {
+    const auto padded = [](std::int64_t in, std::int64_t before, std::int64_t out, std::int64_t stride, std::int64_t k,
+                           std::int64_t dilation) {
+      return std::max(in + before, (out - 1) * stride + (k - 1) * dilation + 1);
+    };
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+    return op.format == ops::data_format::nhwc && g.patch_size() <= direct_max_depth && !g.is_pointwise() &&
+           g.output_rows() > 0 && g.c_out > 0 && g.c_in > 0 &&
+           padded(g.h, g.pad_top, g.oh, g.stride_h, g.kh, g.dilation_h) <= int_max &&
+           padded(g.w, g.pad_left, g.ow, g.stride_w, g.kw, g.dilation_w) <= int_max;
+  }
+
   static double row_cycles(const cpu_kernels::detail::conv_geometry& g) {
     return static_cast<double>(g.patch_size()) * static_cast<double>(g.c_out) / direct_macs_per_cycle;
   }
@@ -182,16 +199,9 @@ struct onednn_conv2d_kernel {
     const tensor& f = ctx.inputs[1];
     tensor& y = ctx.outputs[0];
     const auto g = cpu_kernels::detail::conv_geometry::of(op, x, f, y);
-    if (op.format == ops::data_format::nchw || g.patch_size() > direct_max_depth || g.is_pointwise())
-      return cpu_kernels::basic_im2col_conv2d_kernel<Op, Device, T, onednn_gemm>::compute(op, ctx);
-    if (g.output_rows() == 0 || g.c_out == 0) return ok_status();
-    float* out = y.unchecked_data<float>();
-    if (g.c_in == 0) {  // every sum is empty
-      std::fill_n(out, y.num_elements(), 0.0f);
-      return ok_status();
-    }
+    if (!direct(op, g)) return cpu_kernels::basic_im2col_conv2d_kernel<Op, Device, T, onednn_gemm>::compute(op, ctx);
     try {
-      run(g, x.unchecked_data<const float>(), f.unchecked_data<const float>(), out, ctx.device);
+      run(g, x.unchecked_data<const float>(), f.unchecked_data<const float>(), y.unchecked_data<float>(), ctx.device);
     } catch (const dnnl::error& e) {
       if (e.status == dnnl_out_of_memory)
         return errors::resource_exhausted("conv2d: oneDNN's convolution on image ", x.shape().to_string(), " and filter ",
