@@ -20,14 +20,14 @@ using model = models::transformer<models::transformer_config{.layers = 12, .hidd
 template <class Device>
 void bench_transformer(tf::bench::harness& h, Device& device, const model::weights& w, std::int64_t batch,
                        const std::string& label) {
-  tf::session s(tf::graph(model::y), device);
+  tf::session s(model::built::graph{}, device);
   if (auto st = model::initialize(s, w); !st.ok()) std::printf("!! %s: %s\n", label.c_str(), st.to_string().c_str());
   const tf::tensor in = model::input(batch);
   model::eigen_forward reference(batch);
-  auto r = s.run(tf::feed(model::x, in), tf::fetch(model::y));
+  auto r = s.run(tf::feed(model::built::node<"x">, in), tf::fetch(model::built::output<0>));
   if (!r.ok() || models::max_abs_diff(std::get<0>(*r).untyped(), reference(device.eigen(), in, w)) > 1e-3)
     std::printf("!! %s disagrees with Eigen\n", label.c_str());
-  h.compare(label, "hand-written Eigen", [&] { auto y = s.run(tf::feed(model::x, in), tf::fetch(model::y)); keep(y); },
+  h.compare(label, "hand-written Eigen", [&] { auto y = s.run(tf::feed(model::built::node<"x">, in), tf::fetch(model::built::output<0>)); keep(y); },
             [&] { keep(reference(device.eigen(), in, w)); }, 7, 1.0);
 }
 

@@ -8,8 +8,8 @@
 //   a       = softmax(q k^T / sqrt(head size)) v       per head, heads joined again
 //   x1      = layer_norm(x + (a wo + bo))
 //   y       = layer_norm(x1 + (gelu(x1 w1 + b1) w2 + b2))
-// The layers are one template, layer<L>, stamped out by index: its variables are named
-// "layer<L>/..." (tf::scoped_name), so the twelve layers are twelve sets of weights.
+// The layers are a loop of a build function (tf::graph_builder): its variables are named
+// "layer<l>/..." (tf::scoped), so the twelve layers are twelve sets of weights.
 #pragma once
 
 #include <typeflow/typeflow.hpp>
@@ -48,73 +48,9 @@ struct transformer {
   static constexpr int layers = C.layers;
   static constexpr std::int64_t S = C.sequence, H = C.hidden, A = C.heads, D = C.hidden / C.heads, F = C.ffn;
 
-  static constexpr auto x = tf::input<"x", float, static_shape<dyn, S, H>>;
-
-  // [?, S, H] -> [?, A, S, D] and back.
-  template <class X>
-  static constexpr auto split_heads(X t) {
-    return tf::apply<tf::ops::transpose{.perm = {0, 2, 1, 3}}>(tf::reshape<tf::shape{dyn, S, A, D}>(t));
-  }
-  template <class X>
-  static constexpr auto join_heads(X t) {
-    return tf::reshape<tf::shape{dyn, S, H}>(tf::apply<tf::ops::transpose{.perm = {0, 2, 1, 3}}>(t));
-  }
-
-  template <int L>
-  struct layer {
-    // A float variable of layer L named "layer<L><suffix>", as TensorFlow's name scopes would.
-    template <tf::fixed_string Suffix, std::int64_t... Dims>
-    static constexpr auto var = tf::variable<tf::scoped_name<"layer", L, Suffix>, float, static_shape<Dims...>>;
-    static constexpr auto wq = var<"/attention/wq", H, H>;
-    static constexpr auto bq = var<"/attention/bq", H>;
-    static constexpr auto wk = var<"/attention/wk", H, H>;
-    static constexpr auto bk = var<"/attention/bk", H>;
-    static constexpr auto wv = var<"/attention/wv", H, H>;
-    static constexpr auto bv = var<"/attention/bv", H>;
-    static constexpr auto wo = var<"/attention/wo", H, H>;
-    static constexpr auto bo = var<"/attention/bo", H>;
-    static constexpr auto g1 = var<"/attention/norm/scale", H>;
-    static constexpr auto c1 = var<"/attention/norm/offset", H>;
-    static constexpr auto w1 = var<"/ffn/w1", H, F>;
-    static constexpr auto b1 = var<"/ffn/b1", F>;
-    static constexpr auto w2 = var<"/ffn/w2", F, H>;
-    static constexpr auto b2 = var<"/ffn/b2", H>;
-    static constexpr auto g2 = var<"/ffn/norm/scale", H>;
-    static constexpr auto c2 = var<"/ffn/norm/offset", H>;
-
-    template <class X>
-    static constexpr auto apply(X in) {
-      const auto q = split_heads(tf::matmul(in, wq) + bq);  // [?, A, S, D]
-      const auto k = split_heads(tf::matmul(in, wk) + bk);
-      const auto v = split_heads(tf::matmul(in, wv) + bv);
-      const auto scores = tf::apply<tf::ops::matmul{.transpose_b = true}>(q, k) * tf::scalar<inverse_sqrt(D)>;  // [?, A, S, S]
-      const auto attended = join_heads(tf::matmul(tf::softmax(scores), v));                                  // [?, S, H]
-      const auto x1 = tf::apply<tf::ops::layer_norm{}>(in + (tf::matmul(attended, wo) + bo), g1, c1);
-      const auto ffn = tf::matmul(tf::gelu(tf::matmul(x1, w1) + b1), w2) + b2;
-      return tf::apply<tf::ops::layer_norm{}>(x1 + ffn, g2, c2);
-    }
-
-    // Every variable of the layer with the member of layer_weights that holds its value.
-    template <class F2>
-    static void for_each_variable(F2&& f) {
-      f(wq, &layer_weights::wq), f(bq, &layer_weights::bq), f(wk, &layer_weights::wk), f(bk, &layer_weights::bk);
-      f(wv, &layer_weights::wv), f(bv, &layer_weights::bv), f(wo, &layer_weights::wo), f(bo, &layer_weights::bo);
-      f(g1, &layer_weights::g1), f(c1, &layer_weights::c1), f(w1, &layer_weights::w1), f(b1, &layer_weights::b1);
-      f(w2, &layer_weights::w2), f(b2, &layer_weights::b2), f(g2, &layer_weights::g2), f(c2, &layer_weights::c2);
-    }
-  };
-
-  template <int L, class X>
-  static constexpr auto encode(X in) {
-    if constexpr (L == C.layers) return in;
-    else return encode<L + 1>(layer<L>::apply(in));
-  }
-  static constexpr auto y = encode<0>(x);  // [?, S, H]
-  using graph = decltype(tf::graph(y));
-
-  // The same graph written by a build function (tf::graph_builder): one loop over the layers, the
-  // same ops, variables and names in the same order, so the same plan and kernels. Its compile time
-  // grows linearly with the layers, where the expressions' grows faster (README, "Compile time").
+  // The graph, written by a build function (tf::graph_builder): one loop over the layers, whose
+  // variables are named "layer<l>/..." (tf::scoped), as TensorFlow's name scopes would name them. Its
+  // compile time grows linearly with the layers (README, "Compile time").
   static constexpr auto build(tf::graph_builder& b) {
     const auto split = [](auto t) {
       return t.builder->apply(tf::ops::transpose{.perm = {0, 2, 1, 3}}, t.builder->apply(tf::ops::reshape{.to = tf::shape{dyn, S, A, D}}, t));
@@ -174,19 +110,23 @@ struct transformer {
     }
   };
 
-  template <class F2>
-  static void for_each_variable(F2&& f) {
-    [&]<int... Ls>(std::integer_sequence<int, Ls...>) {
-      (layer<Ls>::for_each_variable([&](auto var, auto member) { f(var, member, Ls); }), ...);
-    }(std::make_integer_sequence<int, C.layers>{});
-  }
+  // Every variable's name suffix (after "layer<l>") with the member of layer_weights that holds it,
+  // in the order build() makes them.
+  static constexpr std::pair<std::string_view, tf::tensor layer_weights::*> variables[] = {
+      {"/attention/wq", &layer_weights::wq}, {"/attention/bq", &layer_weights::bq},
+      {"/attention/wk", &layer_weights::wk}, {"/attention/bk", &layer_weights::bk},
+      {"/attention/wv", &layer_weights::wv}, {"/attention/bv", &layer_weights::bv},
+      {"/attention/wo", &layer_weights::wo}, {"/attention/bo", &layer_weights::bo},
+      {"/attention/norm/scale", &layer_weights::g1}, {"/attention/norm/offset", &layer_weights::c1},
+      {"/ffn/w1", &layer_weights::w1}, {"/ffn/b1", &layer_weights::b1},
+      {"/ffn/w2", &layer_weights::w2}, {"/ffn/b2", &layer_weights::b2},
+      {"/ffn/norm/scale", &layer_weights::g2}, {"/ffn/norm/offset", &layer_weights::c2}};
 
   // Every variable's name with its value.
   static std::vector<std::pair<std::string, tf::tensor>> named_weights(const weights& w) {
     std::vector<std::pair<std::string, tf::tensor>> named;
-    for_each_variable([&](auto var, auto member, int l) {
-      named.emplace_back(std::string(decltype(var)::node::name), w.layers[l].*member);
-    });
+    for (int l = 0; l < C.layers; ++l)
+      for (const auto& [suffix, member] : variables) named.emplace_back(tf::scoped("layer", l, suffix).str(), w.layers[l].*member);
     return named;
   }
 

@@ -36,6 +36,17 @@ constexpr auto residual(X in) {
   else return residual<Blocks - 1>(tf::relu(tf::matmul(in, v)) + in);
 }
 
+// -x, N times: N distinct nodes.
+template <int N, class X>
+constexpr auto neg_chain(X in) {
+  if constexpr (N == 0) return in;
+  else return neg_chain<N - 1>(-in);
+}
+// An add whose second operand holds 261 nodes its first lacks: merging its node lists once was a
+// fold over all of them, which Clang refuses past 256 operands (its expression nesting limit).
+using long_merge_graph = decltype(tf::graph(neg_chain<2>(tf::input<"a", float, static_shape<2>>) +
+                                            neg_chain<260>(tf::input<"b", float, static_shape<2>>)));
+
 std::vector<float> reference_dense(const tf::tensor& xt, const std::vector<float>& wv, const std::vector<float>& bv) {
   const auto xs = xt.unchecked_values<const float>();
   const std::int64_t rows = xt.dim(0);
@@ -105,6 +116,10 @@ TEST_CASE("plan: only what the fetches need runs") {
   STATIC_REQUIRE(plan::needed[py]);
   STATIC_REQUIRE_FALSE(plan::needed[pz]);
   STATIC_REQUIRE(plan::num_steps == 2);  // x, exp
+}
+
+TEST_CASE("graph: an operand of more than 256 nodes that the other lacks merges (Clang's fold limit)") {
+  STATIC_REQUIRE(long_merge_graph::size == 265);  // a, 2 negs, b, 260 negs, the add
 }
 
 TEST_CASE("plan: elementwise chains fuse; fetched or shared intermediates end a group") {

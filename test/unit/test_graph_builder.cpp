@@ -71,6 +71,19 @@ constexpr auto outputs_and_state(tf::graph_builder& g) {
 }
 using outputs_model = tf::built<outputs_and_state>;
 
+// 201 blocks x = -(x + bias_i): 201 variables with long names and 603 steps. Clang, whose limit on
+// one constant evaluation is far below GCC's, refused such a graph: the session compared every
+// pair of variable names, and the parallel executor searched back from each variable step for the
+// previous one.
+constexpr int num_biases = 201;
+constexpr auto many_variables(tf::graph_builder& g) {
+  auto x = g.input("x", tf::dtype::f32, tf::shape{3});
+  for (int i = 0; i < num_biases; ++i)
+    x = -(x + g.variable(tf::scoped("block", i, "/attention/output/bias"), tf::dtype::f32, tf::shape{3}));
+  return x;
+}
+using many_model = tf::built<many_variables>;
+
 std::vector<double> reference_dense(const tf::tensor& xt, const std::vector<float>& wv, const std::vector<float>& bv) {
   const auto xs = xt.unchecked_values<const float>();
   const std::int64_t rows = xt.dim(0);
@@ -201,6 +214,23 @@ TEST_CASE("graph_builder: a chain longer than a fold expression may be") {
   CHECK(std::get<0>(*r)[0] == float(chain_length));
   CHECK(std::get<0>(*r)[1] == -2.0f * chain_length);
   CHECK(std::get<0>(*r)[2] == 0.5f * chain_length);
+}
+
+TEST_CASE("graph_builder: hundreds of variables, unfused, on the parallel executor") {
+  STATIC_REQUIRE(many_model::graph::num_variables == num_biases);
+  tf::thread_pool device(2);
+  tf::session<many_model::graph, tf::thread_pool, tf::default_registry, /*Fuse=*/false, true, /*Parallel=*/true> s(
+      many_model::graph{}, device, tf::parallel{2});
+  std::vector<double> expected{0.5, -2, 3};
+  for (int i = 0; i < num_biases; ++i) {
+    const float b = 0.01f * static_cast<float>(i);
+    REQUIRE(s.initialize(tf::scoped("block", i, "/attention/output/bias"), *tf::tensor::filled<float>(tf::shape{3}, b)).ok());
+    for (double& v : expected) v = -(v + b);
+  }
+  auto x = tf::tensor::from_values<float>({0.5f, -2, 3});
+  auto r = s.run(tf::feed(many_model::node<"x">, *x), tf::fetch(many_model::output<0>));
+  REQUIRE(r.ok());
+  tf::test::require_close<float>(std::get<0>(*r), tf::shape{3}, expected, 1e-4);
 }
 
 TEST_CASE("graph_builder: ops with several outputs, read through output(node, k); assign", "[outputs]") {

@@ -75,12 +75,27 @@ using missing_from = std::conditional_t<has_id<List, node_id<Node>>::value, node
 // A list holds every node its last node depends on, so when A holds B's last node it holds B (but
 // for nodes nothing reads, which a plan leaves out): no walk. That is the common case (a chain
 // `n + x`, a residual block `f(x) + x`); otherwise B's nodes are appended one by one where A lacks them.
+// The walk appends eight of B's nodes a step: one fold over all of B would nest as deep as B is
+// long, and Clang refuses a fold of more than 256 operands (its expression nesting limit).
+template <class A, class Acc, class... B>
+struct append_missing_nodes {
+  using type = Acc;
+};
+template <class A, class Acc, class B0, class B1, class B2, class B3, class B4, class B5, class B6, class B7,
+          class... B>
+struct append_missing_nodes<A, Acc, B0, B1, B2, B3, B4, B5, B6, B7, B...>
+    : append_missing_nodes<A,
+                     decltype(Acc{} + missing_from<A, B0>{} + missing_from<A, B1>{} + missing_from<A, B2>{} +
+                              missing_from<A, B3>{} + missing_from<A, B4>{} + missing_from<A, B5>{} +
+                              missing_from<A, B6>{} + missing_from<A, B7>{}),
+                     B...> {};
+template <class A, class Acc, class B0, class... B>
+  requires(sizeof...(B) < 7)
+struct append_missing_nodes<A, Acc, B0, B...> : append_missing_nodes<A, decltype(Acc{} + missing_from<A, B0>{}), B...> {};
 template <class A, class B>
 struct merge_walk;
 template <class... A, class... B>
-struct merge_walk<node_list<A...>, node_list<B...>> {
-  using type = decltype((node_list<A...>{} + ... + missing_from<node_list<A...>, B>{}));
-};
+struct merge_walk<node_list<A...>, node_list<B...>> : append_missing_nodes<node_list<A...>, node_list<A...>, B...> {};
 template <class A, class B, bool AHoldsB>
 struct merge_pick : merge_walk<A, B> {};
 template <class A, class B>

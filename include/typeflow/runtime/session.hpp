@@ -282,12 +282,20 @@ class session {
 
   // The first input or variable with the name of an earlier one of its kind, or Graph::size.
   static constexpr std::size_t same_name_leaf() {
-    const auto& leaves = Graph::leaf_positions;
-    for (std::size_t b = 0; b < leaves.size(); ++b)
-      for (std::size_t a = 0; a < b; ++a)
-        if (Graph::kinds[leaves[a]] == Graph::kinds[leaves[b]] && Graph::names[leaves[a]] == Graph::names[leaves[b]])
-          return leaves[b];
-    return Graph::size;
+    // Sorted by (kind, name, position), a name's second leaf follows its first: O(n log n)
+    // comparisons, where comparing every pair ran past Clang's constant-evaluation step limit on a
+    // model's few hundred variables.
+    auto leaves = Graph::leaf_positions;
+    std::sort(leaves.begin(), leaves.end(), [](std::size_t a, std::size_t b) {
+      if (Graph::kinds[a] != Graph::kinds[b]) return Graph::kinds[a] < Graph::kinds[b];
+      if (Graph::names[a] != Graph::names[b]) return Graph::names[a] < Graph::names[b];
+      return a < b;
+    });
+    std::size_t first = Graph::size;
+    for (std::size_t i = 1; i < leaves.size(); ++i)
+      if (Graph::kinds[leaves[i - 1]] == Graph::kinds[leaves[i]] && Graph::names[leaves[i - 1]] == Graph::names[leaves[i]])
+        first = std::min(first, leaves[i]);
+    return first;
   }
   void make_pool(parallel p) {
     auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");

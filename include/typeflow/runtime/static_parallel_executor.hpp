@@ -74,6 +74,20 @@ class static_parallel_executor {
     return v;
   }();
 
+  // The previous step that reads or assigns the same variable as step k (num_steps for none):
+  // one pass, where searching back from every step ran past Clang's constant-evaluation step limit
+  // on a model's few hundred variables.
+  static constexpr std::array<std::size_t, num_steps> previous_on_variable = [] {
+    std::array<std::size_t, num_steps> prev{};
+    std::array<std::size_t, graph::size + 1> last{};
+    last.fill(num_steps);
+    for (std::size_t k = 0; k < num_steps; ++k) {
+      prev[k] = variable_of_step[k] == graph::size ? num_steps : last[variable_of_step[k]];
+      if (variable_of_step[k] != graph::size) last[variable_of_step[k]] = k;
+    }
+    return prev;
+  }();
+
   // The prologue: input and constant steps, which the calling thread runs before the others
   // start, so edges from them are not counted (no atomic operation per edge).
   static constexpr std::array<bool, num_steps> prologue = [] {
@@ -91,12 +105,7 @@ class static_parallel_executor {
       reads::for_each_read(Plan::steps[b], [&](std::size_t q) {
         if (!prologue[reads::step_of[q]]) f(reads::step_of[q], b);
       });
-      if (variable_of_step[b] == graph::size) continue;
-      for (std::size_t a = b; a-- > 0;)  // the previous step touching the same variable
-        if (variable_of_step[a] == variable_of_step[b]) {
-          f(a, b);
-          break;
-        }
+      if (previous_on_variable[b] != num_steps) f(previous_on_variable[b], b);
     }
   }
 
