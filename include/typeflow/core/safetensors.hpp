@@ -266,6 +266,7 @@ inline result<tensor_file> parse_safetensors(std::string_view bytes, std::string
     dtype type{};
     shape dims;
     std::uint64_t begin = 0, end = 0;
+    std::size_t order = 0;  // in the header
   };
   std::vector<entry> entries;
   tensor_file file;
@@ -327,6 +328,7 @@ inline result<tensor_file> parse_safetensors(std::string_view bytes, std::string
       return s;
     if (!has_dtype || !has_shape || !has_offsets)
       return json.fail(detail::cat("tensor '", key, "' lacks ", !has_dtype ? "dtype" : !has_shape ? "shape" : "data_offsets").str());
+    e.order = entries.size();
     entries.push_back(std::move(e));
     return ok_status();
   });
@@ -334,8 +336,10 @@ inline result<tensor_file> parse_safetensors(std::string_view bytes, std::string
   if (!st.ok()) return st.with_context(origin);  // invalid_argument, or unimplemented for a dtype
 
   // The data: each tensor's size from its dtype and shape, the offsets tiling the data exactly.
-  std::stable_sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  // In the header's order where the offsets tie (std::sort with a tie-break: std::stable_sort's
+  // temporary buffer draws a deprecation warning from Clang 19 with libstdc++ 12).
+  std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end != b.end ? a.end < b.end : a.order < b.order;
   });
   std::uint64_t expected_begin = 0;
   for (const auto& e : entries) {

@@ -127,7 +127,11 @@ class device_set {
   std::vector<std::size_t> prioritized() const {
     std::vector<std::size_t> out(entries_.size());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
-    std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return entries_[a].priority > entries_[b].priority; });
+    // std::sort with the index as the tie-break: std::stable_sort's temporary buffer draws a
+    // deprecation warning from Clang 19 with libstdc++ 12 in every program that includes this.
+    std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+      return entries_[a].priority != entries_[b].priority ? entries_[a].priority > entries_[b].priority : a < b;
+    });
     return out;
   }
   // "CPU:0, CPU:1, TEST:0"

@@ -65,11 +65,28 @@ inline std::int64_t parallel_block_size(std::int64_t n, int threads) {
   return best_size;
 }
 
+// f(first, last) through a pointer: the code that shares out the blocks is compiled once, not
+// once per callable (every kernel's lambda, for every dtype): a callable adds only this thunk.
+class block_function {
+ public:
+  // Not for a block_function itself (F& would be a better match than the copy constructor, and
+  // the copy would call the original through a pointer to it).
+  template <class F>
+    requires(!std::is_same_v<std::remove_cv_t<F>, block_function>)
+  explicit block_function(F& f) noexcept
+      : f_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* p, std::int64_t first, std::int64_t last) { (*static_cast<F*>(p))(first, last); }) {}
+  void operator()(std::int64_t first, std::int64_t last) const { call_(f_, first, last); }
+
+ private:
+  void* f_;
+  void (*call_)(void*, std::int64_t, std::int64_t);
+};
+
 // The shared state of one call: the next block to take, and the helpers still to finish.
-template <class F>
 class parallel_blocks {
  public:
-  parallel_blocks(std::int64_t n, std::int64_t block, unsigned helpers, F& f)
+  parallel_blocks(std::int64_t n, std::int64_t block, unsigned helpers, block_function f)
       : n_(n), block_(block), blocks_((n + block - 1) / block), f_(f), done_(helpers) {}
 
   // Takes blocks until none is left.
@@ -112,12 +129,19 @@ class parallel_blocks {
   }
 
   const std::int64_t n_, block_, blocks_;
-  F& f_;
+  block_function f_;
   std::atomic<std::int64_t> next_{0};
   Eigen::Barrier done_;
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
+
+// n units in blocks on `threads` threads (the caller and threads - 1 of the pool).
+inline void parallel_blocks_on(Eigen::ThreadPool& pool, int threads, std::int64_t n, block_function f) {
+  parallel_blocks state(n, parallel_block_size(n, threads), static_cast<unsigned>(threads - 1), f);
+  for (int i = 1; i < threads; ++i) pool.Schedule([s = &state] { s->help(); });
+  state.run_and_wait();
+}
 
 template <class F>
 void parallel_for(Eigen::ThreadPool& pool, int max_threads, std::int64_t n, double cost_per_unit, F&& f) {
@@ -127,9 +151,7 @@ void parallel_for(Eigen::ThreadPool& pool, int max_threads, std::int64_t n, doub
     f(std::int64_t{0}, n);
     return;
   }
-  parallel_blocks<std::remove_reference_t<F>> state(n, parallel_block_size(n, threads), static_cast<unsigned>(threads - 1), f);
-  for (int i = 1; i < threads; ++i) pool.Schedule([s = &state] { s->help(); });
-  state.run_and_wait();
+  parallel_blocks_on(pool, threads, n, block_function(f));
 }
 
 }  // namespace typeflow::detail
