@@ -60,17 +60,15 @@ struct transformer {
     };
     auto h = b.input("x", tf::dtype::f32, tf::shape{dyn, S, H});
     for (int l = 0; l < C.layers; ++l) {
-      const auto var = [&](std::string_view suffix, tf::shape dims) {
-        return b.variable(tf::scoped("layer", l, suffix), tf::dtype::f32, dims);
+      // Named by the table below (variables), which named_weights reads too.
+      const auto var = [&](tf::tensor layer_weights::*member, tf::shape dims) {
+        return b.variable(tf::scoped("layer", l, suffix_of(member)), tf::dtype::f32, dims);
       };
-      auto wq = var("/attention/wq", {H, H}), bq = var("/attention/bq", {H});
-      auto wk = var("/attention/wk", {H, H}), bk = var("/attention/bk", {H});
-      auto wv = var("/attention/wv", {H, H}), bv = var("/attention/bv", {H});
-      auto wo = var("/attention/wo", {H, H}), bo = var("/attention/bo", {H});
-      auto g1 = var("/attention/norm/scale", {H}), c1 = var("/attention/norm/offset", {H});
-      auto w1 = var("/ffn/w1", {H, F}), b1 = var("/ffn/b1", {F});
-      auto w2 = var("/ffn/w2", {F, H}), b2 = var("/ffn/b2", {H});
-      auto g2 = var("/ffn/norm/scale", {H}), c2 = var("/ffn/norm/offset", {H});
+      using w = layer_weights;
+      auto wq = var(&w::wq, {H, H}), bq = var(&w::bq, {H}), wk = var(&w::wk, {H, H}), bk = var(&w::bk, {H});
+      auto wv = var(&w::wv, {H, H}), bv = var(&w::bv, {H}), wo = var(&w::wo, {H, H}), bo = var(&w::bo, {H});
+      auto g1 = var(&w::g1, {H}), c1 = var(&w::c1, {H}), w1 = var(&w::w1, {H, F}), b1 = var(&w::b1, {F});
+      auto w2 = var(&w::w2, {F, H}), b2 = var(&w::b2, {H}), g2 = var(&w::g2, {H}), c2 = var(&w::c2, {H});
       auto q = split(tf::matmul(h, wq) + bq);
       auto k = split(tf::matmul(h, wk) + bk);
       auto v = split(tf::matmul(h, wv) + bv);
@@ -82,7 +80,6 @@ struct transformer {
     }
     return h;
   }
-  using built = tf::built<build>;
 
   struct layer_weights {
     tf::tensor wq, bq, wk, bk, wv, bv, wo, bo, g1, c1, w1, b1, w2, b2, g2, c2;
@@ -110,8 +107,7 @@ struct transformer {
     }
   };
 
-  // Every variable's name suffix (after "layer<l>") with the member of layer_weights that holds it,
-  // in the order build() makes them.
+  // Every variable's name suffix (after "layer<l>") with the member of layer_weights that holds it.
   static constexpr std::pair<std::string_view, tf::tensor layer_weights::*> variables[] = {
       {"/attention/wq", &layer_weights::wq}, {"/attention/bq", &layer_weights::bq},
       {"/attention/wk", &layer_weights::wk}, {"/attention/bk", &layer_weights::bk},
@@ -121,6 +117,16 @@ struct transformer {
       {"/ffn/w1", &layer_weights::w1}, {"/ffn/b1", &layer_weights::b1},
       {"/ffn/w2", &layer_weights::w2}, {"/ffn/b2", &layer_weights::b2},
       {"/ffn/norm/scale", &layer_weights::g2}, {"/ffn/norm/offset", &layer_weights::c2}};
+
+  // The name suffix of the variable held by `member` (empty, which the builder refuses, for none).
+  static constexpr std::string_view suffix_of(tf::tensor layer_weights::*member) {
+    for (const auto& [suffix, m] : variables)
+      if (m == member) return suffix;
+    return {};
+  }
+
+  // After the table: the build function reads it.
+  using built = tf::built<build>;
 
   // Every variable's name with its value.
   static std::vector<std::pair<std::string, tf::tensor>> named_weights(const weights& w) {
