@@ -426,6 +426,33 @@ TEMPLATE_LIST_TEST_CASE("layer_norm matches its reference", "[nn][layer_norm]", 
   }
 }
 
+TEMPLATE_LIST_TEST_CASE("layer_norm of rows far from zero: two passes, no cancellation", "[nn][layer_norm]",
+                        tf::test::device_policies) {
+  // Rows of 1000 + u, u in [-1, 1): a variance of about 1/3 under a mean square of 10^6. A one-pass
+  // sum of squares in float gets it wrong by up to all of it (0 for 0.31 on such a row).
+  auto device = tf::test::make_device<TestType>();
+  const tf::shape s{16, 200};
+  tf::tensor x = tf::test::random_tensor<float>(s, 21, -1, 1);
+  for (float& v : x.unchecked_values<float>()) v += 1000.0f;
+  const auto scale = tf::test::random_tensor<float>(tf::shape{200}, 22);
+  const auto offset = tf::test::random_tensor<float>(tf::shape{200}, 23);
+  auto y = tf::test::call<float>(device, tf::ops::layer_norm{.axis = -1, .epsilon = 1e-5}, x, scale, offset);
+  REQUIRE(y.ok());
+  const auto xv = tf::test::as_doubles<float>(x), sv = tf::test::as_doubles<float>(scale),
+             ov = tf::test::as_doubles<float>(offset);
+  std::vector<double> expected(xv.size());
+  for (std::size_t r = 0; r < 16; ++r) {
+    double mean = 0, var = 0;
+    for (std::size_t j = 0; j < 200; ++j) mean += xv[r * 200 + j];
+    mean /= 200;
+    for (std::size_t j = 0; j < 200; ++j) var += (xv[r * 200 + j] - mean) * (xv[r * 200 + j] - mean);
+    var /= 200;
+    for (std::size_t j = 0; j < 200; ++j)
+      expected[r * 200 + j] = (xv[r * 200 + j] - mean) / std::sqrt(var + 1e-5) * sv[j] + ov[j];
+  }
+  require_close<float>(*y, s, expected, 1e-3);
+}
+
 TEST_CASE("layer_norm reports bad shapes and attributes", "[nn][layer_norm][errors]") {
   tf::cpu device;
   const auto x = tf::test::random_tensor<float>(tf::shape{2, 3, 4}, 1);
