@@ -386,14 +386,16 @@ TEST_CASE("top_k reports bad k, ranks and dtypes", "[nn][top_k][errors]") {
 
 namespace {
 
-// layer_norm on random x of shape s over the dimensions from `axis` on, against a double reference.
+// layer_norm on random x of shape s (values in [-3, 5) plus `shift`) over the dimensions from `axis`
+// on, against a double reference.
 template <class T, class Device>
-void check_layer_norm(Device& device, const tf::shape& s, std::int64_t axis, double epsilon, double tol) {
-  INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", shape " << s.to_string() << ", axis " << axis);
+void check_layer_norm(Device& device, const tf::shape& s, std::int64_t axis, double epsilon, double tol,
+                      double shift = 0) {
+  INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", shape " << s.to_string() << ", axis " << axis << ", shift " << shift);
   const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + static_cast<std::int64_t>(s.rank()) : axis);
   tf::shape normalized;
   for (std::size_t i = a; i < s.rank(); ++i) normalized.push_back(s[i]);
-  const auto x = tf::test::random_tensor<T>(s, 11, -3, 5);
+  const auto x = tf::test::random_tensor<T>(s, 11, shift - 3, shift + 5);
   const auto scale = tf::test::random_tensor<T>(normalized, 12);
   const auto offset = tf::test::random_tensor<T>(normalized, 13);
   auto y = tf::test::call<T>(device, tf::ops::layer_norm{.axis = axis, .epsilon = epsilon}, x, scale, offset);
@@ -428,29 +430,11 @@ TEMPLATE_LIST_TEST_CASE("layer_norm matches its reference", "[nn][layer_norm]", 
 
 TEMPLATE_LIST_TEST_CASE("layer_norm of rows far from zero: two passes, no cancellation", "[nn][layer_norm]",
                         tf::test::device_policies) {
-  // Rows of 1000 + u, u in [-1, 1): a variance of about 1/3 under a mean square of 10^6. A one-pass
-  // sum of squares in float gets it wrong by up to all of it (0 for 0.31 on such a row).
+  // Rows of 1000 + u, u in [-3, 5): a variance of about 5 under a mean square of 10^6. A one-pass
+  // sum of squares in float gets it wrong by a large part of it (0 for 0.31 on rows of 1000 + [-1, 1)).
   auto device = tf::test::make_device<TestType>();
-  const tf::shape s{16, 200};
-  tf::tensor x = tf::test::random_tensor<float>(s, 21, -1, 1);
-  for (float& v : x.unchecked_values<float>()) v += 1000.0f;
-  const auto scale = tf::test::random_tensor<float>(tf::shape{200}, 22);
-  const auto offset = tf::test::random_tensor<float>(tf::shape{200}, 23);
-  auto y = tf::test::call<float>(device, tf::ops::layer_norm{.axis = -1, .epsilon = 1e-5}, x, scale, offset);
-  REQUIRE(y.ok());
-  const auto xv = tf::test::as_doubles<float>(x), sv = tf::test::as_doubles<float>(scale),
-             ov = tf::test::as_doubles<float>(offset);
-  std::vector<double> expected(xv.size());
-  for (std::size_t r = 0; r < 16; ++r) {
-    double mean = 0, var = 0;
-    for (std::size_t j = 0; j < 200; ++j) mean += xv[r * 200 + j];
-    mean /= 200;
-    for (std::size_t j = 0; j < 200; ++j) var += (xv[r * 200 + j] - mean) * (xv[r * 200 + j] - mean);
-    var /= 200;
-    for (std::size_t j = 0; j < 200; ++j)
-      expected[r * 200 + j] = (xv[r * 200 + j] - mean) / std::sqrt(var + 1e-5) * sv[j] + ov[j];
-  }
-  require_close<float>(*y, s, expected, 1e-3);
+  check_layer_norm<float>(device, tf::shape{16, 200}, -1, 1e-5, 1e-3, 1000);
+  check_layer_norm<double>(device, tf::shape{16, 200}, -1, 1e-5, 1e-9, 1e6);
 }
 
 TEST_CASE("layer_norm reports bad shapes and attributes", "[nn][layer_norm][errors]") {

@@ -81,8 +81,7 @@ struct eigen_batch_norm_kernel {
 // layer_norm over the trailing `cols` elements of each of `rows` rows: mean and biased variance
 // in float (double for f64), two passes over the row (exact enough for rows of any length where
 // one pass of sums of squares would cancel), then the affine map with scale and offset. Rows are
-// split over the policy's threads. f32 and f64 rows go through Eigen's vectorised reductions;
-// f16 and bf16 rows are read into float one element at a time.
+// split over the policy's threads.
 template <class Op, class Device, class T>
 struct layer_norm_kernel {
   using op_type = Op;
@@ -102,35 +101,18 @@ struct layer_norm_kernel {
     const T* offset = ctx.inputs[2].template unchecked_data<const T>();
     T* out = y.unchecked_data<T>();
     const acc epsilon = static_cast<acc>(op.epsilon);
+    // Eigen's reductions keep several partial sums in vector registers (a scalar loop is one
+    // dependent addition an element, as the compiler may not reorder floating-point sums); f16 and
+    // bf16 rows are read into float through its cast.
+    using row_array = Eigen::Array<T, 1, Eigen::Dynamic>;
+    const Eigen::Map<const row_array> g(scale, cols), c(offset, cols);
     ctx.device.parallel_for(rows, 12.0 * static_cast<double>(cols), [&](std::int64_t first, std::int64_t last) {
-      if constexpr (std::is_same_v<T, acc>) {
-        // Eigen's reductions keep several partial sums in vector registers; a scalar loop is one
-        // dependent addition an element, as the compiler may not reorder floating-point sums.
-        using row_array = Eigen::Array<T, 1, Eigen::Dynamic>;
-        const Eigen::Map<const row_array> g(scale, cols), c(offset, cols);
-        for (std::int64_t r = first; r < last; ++r) {
-          const Eigen::Map<const row_array> row(in + r * cols, cols);
-          const acc mean = row.mean();
-          const acc inv = acc(1) / std::sqrt((row - mean).square().mean() + epsilon);
-          Eigen::Map<row_array>(out + r * cols, cols) = (row - mean) * inv * g + c;
-        }
-      } else {
-        for (std::int64_t r = first; r < last; ++r) {
-          const T* row = in + r * cols;
-          T* dst = out + r * cols;
-          acc sum = 0;
-          for (std::int64_t j = 0; j < cols; ++j) sum += static_cast<acc>(row[j]);
-          const acc mean = sum / static_cast<acc>(cols);
-          acc squares = 0;
-          for (std::int64_t j = 0; j < cols; ++j) {
-            const acc d = static_cast<acc>(row[j]) - mean;
-            squares += d * d;
-          }
-          const acc inv = acc(1) / std::sqrt(squares / static_cast<acc>(cols) + epsilon);
-          for (std::int64_t j = 0; j < cols; ++j)
-            dst[j] = static_cast<T>((static_cast<acc>(row[j]) - mean) * inv * static_cast<acc>(scale[j]) +
-                                    static_cast<acc>(offset[j]));
-        }
+      for (std::int64_t r = first; r < last; ++r) {
+        const auto row = Eigen::Map<const row_array>(in + r * cols, cols).template cast<acc>();
+        const acc mean = row.mean();
+        const acc inv = acc(1) / std::sqrt((row - mean).square().mean() + epsilon);
+        Eigen::Map<row_array>(out + r * cols, cols) =
+            ((row - mean) * inv * g.template cast<acc>() + c.template cast<acc>()).template cast<T>();
       }
     });
     return ok_status();
