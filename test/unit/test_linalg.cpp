@@ -7,6 +7,8 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cmath>
 #include <string_view>
 
@@ -38,6 +40,55 @@ TEMPLATE_LIST_TEST_CASE("matmul of k = 0 is zeros, whatever the output buffer he
   tf::kernel_context<TestType> ctx{device, inputs, std::span<tf::tensor>(&y, 1)};
   REQUIRE(kernel::compute(tf::ops::matmul{}, ctx).ok());
   require_close<float>(y, tf::shape{2, 3, 4}, std::vector<double>(24, 0.0));
+}
+
+// The GEMM that f32/f64 matmuls run on several threads (b packed once for all of them), called
+// directly: with Eigen's blocking, and with small blocks chosen so that small matrices cross every
+// edge (several depth blocks, several row blocks of b, a block of b larger than one chunk of
+// panels, ranges of a's rows in several pieces, sizes that are no multiple of the panels).
+template <class T>
+void check_shared_gemm(tf::thread_pool& device, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const tf::cpu_kernels::detail::shared_gemm_blocks& blocks) {
+  INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", " << device.num_threads() << " threads: [" << m << ", " << k
+                << "] x [" << k << ", " << n << "], blocks kc " << blocks.kc << " mc " << blocks.mc << " nc "
+                << blocks.nc);
+  const auto a = as_doubles<T>(random_tensor<T>(tf::shape{m, k}, static_cast<std::uint64_t>(m * 7 + k), -1, 1));
+  const auto b = as_doubles<T>(random_tensor<T>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 11 + k), -1, 1));
+  const std::vector<T> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
+  std::vector<T> c(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());  // overwritten, not added to
+  tf::cpu_kernels::detail::shared_gemm(device, m, n, k, a_t.data(), b_t.data(), c.data(), blocks);
+  const double tolerance = matmul_tolerance<T>(k);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double expected = 0;
+      for (std::int64_t p = 0; p < k; ++p)
+        expected += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
+      const double actual = static_cast<double>(c[static_cast<std::size_t>(i * n + j)]);
+      if (!(std::abs(actual - expected) <= tolerance * (1 + std::abs(expected)))) {
+        INFO("c[" << i << ", " << j << "] = " << actual << ", expected " << expected);
+        REQUIRE(false);
+      }
+    }
+}
+
+TEMPLATE_TEST_CASE("the shared-packing GEMM matches a reference across its block edges", "[linalg][matmul]", float,
+                   double) {
+  using tf::cpu_kernels::detail::shared_gemm_blocks;
+  for (const int threads : {2, 3}) {
+    tf::thread_pool device(threads);
+    for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{130, 65, 257}, {37, 300, 600}, {64, 70, 9}, {5, 1, 1}})
+      check_shared_gemm<TestType>(device, m, n, k, shared_gemm_blocks::of<TestType>(m, n, k));
+    // Small blocks: 5 depth blocks, 3 row blocks of b (the last short), ranges of a's rows in pieces of 5.
+    const auto small = shared_gemm_blocks::with<TestType>(37, 70, 29, 7, 30, 5);
+    REQUIRE(small.k_blocks == 5);
+    REQUIRE(small.n_blocks == 3);
+    check_shared_gemm<TestType>(device, 37, 70, 29, small);
+    // A block of b of more rows than a chunk of panels (4 mr-row panels), with a ragged end.
+    const std::int64_t rows = 9 * Eigen::internal::gebp_traits<TestType, TestType>::mr + 5;
+    check_shared_gemm<TestType>(device, 9, rows, 50, shared_gemm_blocks::with<TestType>(9, rows, 50, 16, rows, 3));
+    // k = 0: zeros.
+    check_shared_gemm<TestType>(device, 12, 6, 0, shared_gemm_blocks::of<TestType>(12, 6, 0));
+  }
 }
 
 namespace {

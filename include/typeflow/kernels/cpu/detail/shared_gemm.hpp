@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// shared_gemm(device, m, n, k, a, b, c, blocks): c[m, n] = a[m, k] x b[k, n] (row-major, contiguous)
+// over the policy's threads, with b packed once and shared by them. matmul runs it for f32 and f64
+// when a tall product's rows are split over several threads (kernels/cpu/linalg.hpp).
+//
+// Splitting the rows over threads and calling a one-thread GEMM per range (what the kernels do for
+// the other dtypes and backends) packs all of b in every thread. On the MLP at batch 64 (64 rows,
+// b up to 1024 x 1024), packing b was 32% of the CPU samples on one thread and 44% on two, where
+// the packing doubled; sharing it took the two-thread run's CPU and elapsed time down by 14%. The
+// work is Eigen's own blocked GEMM, on its packing routines and micro-kernel (gemm_pack_lhs,
+// gemm_pack_rhs, gebp_kernel: Eigen 3.4's internal API, which its BLAS and products use), in one
+// parallel pass (a second would wake the pool's threads again): each thread takes chunks of b's
+// blocks to pack until none is left, waits for the chunks others took, then computes its range of
+// c's rows. Eigen's OpenMP GEMM shares its packed operand between threads the same way; Eigen is
+// built here without OpenMP, and its Tensor contraction on a ThreadPoolDevice, which also shares
+// its packed blocks, allocates its tasks from the heap on every call.
+//
+// In Eigen's column-major terms c^T[n, m] = b^T[n, k] x a^T[k, m]: b^T is the "lhs", packed in
+// mr-row panels, a^T the "rhs", packed in nr-column panels. The gebp kernel loads the lhs panels
+// with aligned loads, so every packed block starts on default_alignment. Scratch memory comes from
+// the threads' scratch caches (no heap allocation once they are warm): the packed b (n x k
+// elements, each block rounded up to the alignment) from the caller's, each thread's packed rows of
+// a (kc x nc) from its own.
+#pragma once
+
+#include <typeflow/fwd.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <type_traits>
+
+#include <typeflow/core/buffer.hpp>  // default_alignment
+#include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/scratch.hpp>
+
+namespace typeflow::cpu_kernels::detail {
+
+template <class T>
+inline constexpr bool shared_gemm_dtype = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// Packed b larger than this goes through the per-thread GEMMs instead (the scratch caches keep
+// their largest blocks).
+inline constexpr std::size_t shared_gemm_max_packed_bytes = std::size_t{64} << 20;
+
+// The block sizes of one product and where each packed block of b lies in the shared buffer.
+struct shared_gemm_blocks {
+  std::int64_t kc = 0, mc = 0, nc = 0;  // depth, b^T rows (c's columns), a^T columns (c's rows)
+  std::int64_t k_blocks = 0, n_blocks = 0;
+  std::int64_t block_stride = 0;  // elements from one packed block to the next (aligned)
+
+  // Eigen's blocking for this product (computeProductBlockingSizes, from the caches' sizes).
+  template <class T>
+  static shared_gemm_blocks of(std::int64_t m, std::int64_t n, std::int64_t k) {
+    Eigen::Index kc = std::max<std::int64_t>(k, 1), mc = std::max<std::int64_t>(n, 1), nc = std::max<std::int64_t>(m, 1);
+    Eigen::internal::computeProductBlockingSizes<T, T, 1>(kc, mc, nc, Eigen::Index{1});
+    return with<T>(m, n, k, kc, mc, nc);
+  }
+  // Chosen sizes (tests use small ones to cross every block edge with small matrices).
+  template <class T>
+  static shared_gemm_blocks with(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t kc, std::int64_t mc,
+                                 std::int64_t nc) {
+    shared_gemm_blocks s;
+    s.kc = std::max<std::int64_t>(kc, 1);
+    s.mc = std::max<std::int64_t>(mc, 1);
+    s.nc = std::max<std::int64_t>(nc, 1);
+    s.k_blocks = (k + s.kc - 1) / s.kc;
+    s.n_blocks = (n + s.mc - 1) / s.mc;
+    constexpr std::int64_t per_alignment = static_cast<std::int64_t>(default_alignment / sizeof(T));
+    s.block_stride = (s.kc * s.mc + per_alignment - 1) / per_alignment * per_alignment;
+    (void)m;
+    return s;
+  }
+  std::int64_t packed_elements() const { return k_blocks * n_blocks * block_stride; }
+  // Offset of the packed block (k block kb, row block nb of b^T) in the shared buffer.
+  std::int64_t offset(std::int64_t kb, std::int64_t nb) const { return (kb * n_blocks + nb) * block_stride; }
+};
+
+template <class T, class Device>
+  requires shared_gemm_dtype<T>
+void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
+                 const shared_gemm_blocks& blocks) {
+  using Index = Eigen::Index;
+  using traits = Eigen::internal::gebp_traits<T, T>;
+  using lhs_mapper = Eigen::internal::const_blas_data_mapper<T, Index, Eigen::ColMajor>;
+  using rhs_mapper = Eigen::internal::const_blas_data_mapper<T, Index, Eigen::ColMajor>;
+  using res_mapper = Eigen::internal::blas_data_mapper<T, Index, Eigen::ColMajor>;
+  Eigen::internal::gemm_pack_lhs<T, Index, lhs_mapper, traits::mr, traits::LhsProgress,
+                                 typename traits::LhsPacket4Packing, Eigen::ColMajor>
+      pack_lhs;
+  Eigen::internal::gemm_pack_rhs<T, Index, rhs_mapper, traits::nr, Eigen::ColMajor> pack_rhs;
+  Eigen::internal::gebp_kernel<T, T, Index, res_mapper, traits::mr, traits::nr, false, false> gebp;
+
+  const lhs_mapper lhs(b, n);  // b^T [n, k]: element (j, p) is b[p][j]
+  const rhs_mapper rhs(a, k);  // a^T [k, m]: element (p, i) is a[i][p]
+  const res_mapper res(c, n);  // c^T [n, m]
+  const scratch_buffer<T> packed_b(static_cast<std::size_t>(blocks.packed_elements()));
+
+  // One parallel pass (a second would wake the pool's threads again). Each thread that starts
+  //  1. takes chunks of b's blocks (a few mr-row panels; a run of whole panels packed alone lies
+  //     where packing its block would put it, panel p at p * mr * depth) until none is left, then
+  //     waits for the chunks other threads took, which they are already packing;
+  //  2. computes its range of c's rows: its rows of a packed kc x nc at a time, times every packed
+  //     block of b.
+  // A thread that starts late finds every chunk taken, so no thread waits on one that has not
+  // started (the caller alone runs every range when it is itself one of the pool's threads).
+  constexpr std::int64_t chunk_rows = 4 * traits::mr;
+  const std::int64_t chunks_per_block = (blocks.mc + chunk_rows - 1) / chunk_rows;
+  const std::int64_t chunks = blocks.k_blocks * blocks.n_blocks * chunks_per_block;
+  std::atomic<std::int64_t> next_chunk{0}, packed_chunks{0};
+  auto pack_chunk = [&](std::int64_t t) {
+    const std::int64_t kb = t / (blocks.n_blocks * chunks_per_block), nb = t / chunks_per_block % blocks.n_blocks;
+    const std::int64_t k0 = kb * blocks.kc, depth = std::min(blocks.kc, k - k0);
+    const std::int64_t j0 = nb * blocks.mc, block_rows = std::min(blocks.mc, n - j0);
+    const std::int64_t r0 = t % chunks_per_block * chunk_rows;
+    if (r0 < block_rows)
+      pack_lhs(packed_b.data() + blocks.offset(kb, nb) + r0 * depth, lhs.getSubMapper(j0 + r0, k0), depth,
+               std::min(chunk_rows, block_rows - r0));
+  };
+
+  const std::int64_t parts = std::clamp<std::int64_t>(m / traits::nr, 1, std::max(1, device.num_threads()));
+  const double part_cost = static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(m / parts);
+  device.parallel_for(parts, part_cost, [&](std::int64_t first_part, std::int64_t last_part) {
+    for (std::int64_t t = next_chunk.fetch_add(1, std::memory_order_relaxed); t < chunks;
+         t = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      pack_chunk(t);
+      packed_chunks.fetch_add(1, std::memory_order_release);
+    }
+    while (packed_chunks.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
+
+    const std::int64_t first = m * first_part / parts, last = m * last_part / parts;
+    for (std::int64_t i = first; i < last; ++i) std::fill_n(c + i * n, n, T(0));  // gebp adds to c
+    const scratch_buffer<T> packed_a(static_cast<std::size_t>(blocks.kc * blocks.nc));
+    for (std::int64_t kb = 0; kb < blocks.k_blocks; ++kb) {
+      const std::int64_t k0 = kb * blocks.kc, depth = std::min(blocks.kc, k - k0);
+      for (std::int64_t i0 = first; i0 < last; i0 += blocks.nc) {
+        const std::int64_t rows = std::min(blocks.nc, last - i0);
+        pack_rhs(packed_a.data(), rhs.getSubMapper(k0, i0), depth, rows);
+        for (std::int64_t nb = 0; nb < blocks.n_blocks; ++nb) {
+          const std::int64_t j0 = nb * blocks.mc;
+          gebp(res.getSubMapper(j0, i0), packed_b.data() + blocks.offset(kb, nb), packed_a.data(),
+               std::min(blocks.mc, n - j0), depth, rows, T(1));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace typeflow::cpu_kernels::detail
