@@ -44,14 +44,17 @@ TEMPLATE_LIST_TEST_CASE("matmul of k = 0 is zeros, whatever the output buffer he
 
 // The GEMM that f32/f64 matmuls run on several threads (b packed once for all of them), called
 // directly: with Eigen's blocking, and with small blocks chosen so that small matrices cross every
-// edge (several depth blocks, several row blocks of b, a block of b larger than one chunk of
-// panels, ranges of a's rows in several pieces, sizes that are no multiple of the panels).
+// edge (several depth blocks, several row blocks of b, a block of b of several chunks of panels
+// whose last rows take each of the packing's remainder paths, ranges of a's rows in several
+// pieces). The cases marked parallel are large enough for parallel_for to give them every thread
+// (checked); which thread packs which chunk is left to timing.
 template <class T>
 void check_shared_gemm(tf::thread_pool& device, std::int64_t m, std::int64_t n, std::int64_t k,
-                       const tf::cpu_kernels::detail::shared_gemm_blocks& blocks) {
+                       const tf::cpu_kernels::detail::shared_gemm_blocks& blocks, bool parallel) {
   INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", " << device.num_threads() << " threads: [" << m << ", " << k
                 << "] x [" << k << ", " << n << "], blocks kc " << blocks.kc << " mc " << blocks.mc << " nc "
                 << blocks.nc);
+  if (parallel) REQUIRE(tf::cpu_kernels::detail::shared_gemm_threads<T>(device, m, n, k) == device.num_threads());
   const auto a = as_doubles<T>(random_tensor<T>(tf::shape{m, k}, static_cast<std::uint64_t>(m * 7 + k), -1, 1));
   const auto b = as_doubles<T>(random_tensor<T>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 11 + k), -1, 1));
   const std::vector<T> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
@@ -74,20 +77,28 @@ void check_shared_gemm(tf::thread_pool& device, std::int64_t m, std::int64_t n, 
 TEMPLATE_TEST_CASE("the shared-packing GEMM matches a reference across its block edges", "[linalg][matmul]", float,
                    double) {
   using tf::cpu_kernels::detail::shared_gemm_blocks;
+  constexpr std::int64_t mr = Eigen::internal::gebp_traits<TestType, TestType>::mr;
+  constexpr std::int64_t packet = Eigen::internal::packet_traits<TestType>::size;
   for (const int threads : {2, 3}) {
     tf::thread_pool device(threads);
-    for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{130, 65, 257}, {37, 300, 600}, {64, 70, 9}, {5, 1, 1}})
-      check_shared_gemm<TestType>(device, m, n, k, shared_gemm_blocks::of<TestType>(m, n, k));
-    // Small blocks: 5 depth blocks, 3 row blocks of b (the last short), ranges of a's rows in pieces of 5.
-    const auto small = shared_gemm_blocks::with<TestType>(37, 70, 29, 7, 30, 5);
-    REQUIRE(small.k_blocks == 5);
+    check_shared_gemm<TestType>(device, 130, 65, 257, shared_gemm_blocks::of<TestType>(130, 65, 257), true);
+    check_shared_gemm<TestType>(device, 37, 300, 600, shared_gemm_blocks::of<TestType>(37, 300, 600), true);
+    for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{64, 70, 9}, {5, 1, 1}, {12, 6, 0}})
+      check_shared_gemm<TestType>(device, m, n, k, shared_gemm_blocks::of<TestType>(m, n, k), false);
+    // Small blocks: 19 depth blocks (the last of 4), 3 row blocks of b (the last short), ranges of
+    // a's rows in pieces of 5.
+    const auto small = shared_gemm_blocks::with<TestType>(37, 70, 130, 7, 30, 5);
+    REQUIRE(small.k_blocks == 19);
     REQUIRE(small.n_blocks == 3);
-    check_shared_gemm<TestType>(device, 37, 70, 29, small);
-    // A block of b of more rows than a chunk of panels (4 mr-row panels), with a ragged end.
-    const std::int64_t rows = 9 * Eigen::internal::gebp_traits<TestType, TestType>::mr + 5;
-    check_shared_gemm<TestType>(device, 9, rows, 50, shared_gemm_blocks::with<TestType>(9, rows, 50, 16, rows, 3));
-    // k = 0: zeros.
-    check_shared_gemm<TestType>(device, 12, 6, 0, shared_gemm_blocks::of<TestType>(12, 6, 0));
+    check_shared_gemm<TestType>(device, 37, 70, 130, small, true);
+    // One block of b of nine mr-row panels and a tail (three chunks of panels, the last ragged),
+    // the tail taking the packing's remainder paths: one row, a packet and a row, two packets and
+    // a row, three packets less one.
+    for (const std::int64_t tail : {std::int64_t{1}, packet + 1, 2 * packet + 1, 3 * packet - 1}) {
+      const std::int64_t rows = 9 * mr + tail;
+      check_shared_gemm<TestType>(device, 240, rows, 80, shared_gemm_blocks::with<TestType>(240, rows, 80, 16, rows, 7),
+                                  true);
+    }
   }
 }
 

@@ -44,11 +44,12 @@ class basic_thread_pool : public host_copies {
   explicit basic_thread_pool(int threads = 0) requires std::default_initializable<Allocator>
       : basic_thread_pool(threads, std::in_place) {}
   // The allocator built from `allocator_args`. The pool's threads park when they find no work
-  // instead of spinning first (Eigen's allow_spinning): a kernel runs on the caller and at most
-  // threads - 1 of them (parallel_for), and the spinning took CPU from the threads that work (on 2
-  // cores, the transformer at batch 1: 4.1 s of CPU spinning, 3.5-3.7 s parked, same runs). Measured on 2 cores, the same binary with and without: the transformer example at batch 1
-  // 64 -> 45 ms, the CNN at batch 1 1.87 -> 1.38 ms, the MLP at batch 64 7.27 -> 6.53 ms; at batch 8
-  // the transformer was 3% slower in one measurement and 10% in another (the machine's noise).
+  // instead of spinning first (Eigen's allow_spinning): parallel_for runs a kernel on the caller and
+  // at most threads - 1 of them, and the spinning took CPU from the threads that worked (on 2 cores,
+  // the transformer at batch 1: 4.1 s of CPU spinning, 3.5-3.7 s parked, for the same runs). The
+  // same binary with and without, runs interleaved: the transformer at batch 1 on 2 threads 64 ->
+  // 45-48 ms, the CNN at batch 1 1.87 -> 1.38 ms; the transformer at batch 8 was 3% and 10% slower
+  // in two measurements, and the MLP at batch 64 between 10% faster and 1% slower.
   template <class... Args>
   basic_thread_pool(int threads, std::in_place_t, Args&&... allocator_args)
       : threads_(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),

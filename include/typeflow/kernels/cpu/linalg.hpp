@@ -159,11 +159,13 @@ struct basic_matmul_kernel {
     }
     // f32 and f64 on Eigen over several threads: one GEMM whose packed b the threads share
     // (detail/shared_gemm.hpp); measured on the MLP at batch 64 on 2 threads, 14% less CPU and
-    // elapsed time than a GEMM per range of rows, each packing all of b. On one thread Eigen's
-    // contraction stays (the shared GEMM was 0-10% slower there).
+    // elapsed time than a GEMM per range of rows, each packing all of b. Where the product would
+    // run on one thread (too small to split, or called from one of the pool's threads) Eigen's
+    // contraction stays: the shared GEMM was 0-10% slower on one thread.
     if constexpr (std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T> &&
                   !std::is_same_v<typename Device::family_type, cpu>) {
-      if (threads > 1 && one_b_matrix && !op.transpose_a && !op.transpose_b) {
+      if (threads > 1 && one_b_matrix && !op.transpose_a && !op.transpose_b &&
+          detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
         const auto blocks = detail::shared_gemm_blocks::of<T>(rows, n, k);
         if (static_cast<std::size_t>(blocks.packed_elements()) * sizeof(T) <= detail::shared_gemm_max_packed_bytes) {
           detail::shared_gemm(device, rows, n, k, a_data, b_data, c_data, blocks);

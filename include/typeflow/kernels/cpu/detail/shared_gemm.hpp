@@ -18,9 +18,9 @@
 // In Eigen's column-major terms c^T[n, m] = b^T[n, k] x a^T[k, m]: b^T is the "lhs", packed in
 // mr-row panels, a^T the "rhs", packed in nr-column panels. The gebp kernel loads the lhs panels
 // with aligned loads, so every packed block starts on default_alignment. Scratch memory comes from
-// the threads' scratch caches (no heap allocation once they are warm): the packed b (n x k
-// elements, each block rounded up to the alignment) from the caller's, each thread's packed rows of
-// a (kc x nc) from its own.
+// the threads' scratch caches (no heap allocation once they are warm): the packed b from the
+// caller's (k_blocks x n_blocks blocks of kc x mc elements, rounded up to the alignment: up to about
+// twice n x k when the last blocks are short), each thread's packed rows of a (kc x nc) from its own.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -34,6 +34,7 @@
 
 #include <typeflow/core/buffer.hpp>  // default_alignment
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/parallel_for.hpp>  // parallel_threads
 #include <typeflow/device/scratch.hpp>
 
 namespace typeflow::cpu_kernels::detail {
@@ -78,6 +79,21 @@ struct shared_gemm_blocks {
   std::int64_t offset(std::int64_t kb, std::int64_t nb) const { return (kb * n_blocks + nb) * block_stride; }
 };
 
+// The cost of a range of c's rows, and how many threads the policy's parallel_for gives this
+// product: 1 when the work is too small for more, or when the caller is itself one of the pool's
+// threads (parallel_for then runs every range inline).
+inline double shared_gemm_part_cost(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t parts) {
+  return static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(m / parts);
+}
+template <class T, class Device>
+int shared_gemm_threads(Device& device, std::int64_t m, std::int64_t n, std::int64_t k) {
+  using traits = Eigen::internal::gebp_traits<T, T>;
+  if constexpr (requires { device.pool().CurrentThreadId(); })
+    if (device.pool().CurrentThreadId() >= 0) return 1;
+  const std::int64_t most = std::clamp<std::int64_t>(m / traits::nr, 1, std::max(1, device.num_threads()));
+  return typeflow::detail::parallel_threads(most, shared_gemm_part_cost(m, n, k, most), static_cast<int>(most));
+}
+
 template <class T, class Device>
   requires shared_gemm_dtype<T>
 void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
@@ -110,7 +126,9 @@ void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k,
   const std::int64_t chunks_per_block = (blocks.mc + chunk_rows - 1) / chunk_rows;
   const std::int64_t chunks = blocks.k_blocks * blocks.n_blocks * chunks_per_block;
   std::atomic<std::int64_t> next_chunk{0}, packed_chunks{0};
-  auto pack_chunk = [&](std::int64_t t) {
+  // noexcept: a thread that threw before packing every chunk it took would leave the others waiting
+  // (Eigen's packing does not throw; only the scratch allocation after the wait can).
+  auto pack_chunk = [&](std::int64_t t) noexcept {
     const std::int64_t kb = t / (blocks.n_blocks * chunks_per_block), nb = t / chunks_per_block % blocks.n_blocks;
     const std::int64_t k0 = kb * blocks.kc, depth = std::min(blocks.kc, k - k0);
     const std::int64_t j0 = nb * blocks.mc, block_rows = std::min(blocks.mc, n - j0);
@@ -120,9 +138,10 @@ void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k,
                std::min(chunk_rows, block_rows - r0));
   };
 
-  const std::int64_t parts = std::clamp<std::int64_t>(m / traits::nr, 1, std::max(1, device.num_threads()));
-  const double part_cost = static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(m / parts);
-  device.parallel_for(parts, part_cost, [&](std::int64_t first_part, std::int64_t last_part) {
+  // One range of rows a thread that parallel_for will start (more ranges than threads would split
+  // the rows unevenly between them).
+  const std::int64_t parts = shared_gemm_threads<T>(device, m, n, k);
+  device.parallel_for(parts, shared_gemm_part_cost(m, n, k, parts), [&](std::int64_t first_part, std::int64_t last_part) {
     for (std::int64_t t = next_chunk.fetch_add(1, std::memory_order_relaxed); t < chunks;
          t = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
       pack_chunk(t);
