@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <string_view>
 
 namespace tf = typeflow;
