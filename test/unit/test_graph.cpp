@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace tf = typeflow;
@@ -260,6 +261,105 @@ TEST_CASE("session: a variable initialised from borrowed memory keeps its own co
   auto r = s.run(tf::fetch(y));
   REQUIRE(r.ok());
   CHECK(std::get<0>(*r)[0] == 2.0f);
+}
+
+namespace {
+
+// y = a x w, by the definition, in double.
+std::vector<double> reference_product(const tf::tensor& a, const tf::tensor& w, bool transpose_w) {
+  const auto av = a.unchecked_values<const float>();
+  const auto wv = w.unchecked_values<const float>();
+  const std::int64_t rows = a.dim(0), k = a.dim(1), n = transpose_w ? w.dim(0) : w.dim(1);
+  std::vector<double> y(static_cast<std::size_t>(rows * n), 0.0);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t p = 0; p < k; ++p)
+        y[static_cast<std::size_t>(i * n + j)] +=
+            double(av[i * k + p]) * wv[transpose_w ? j * k + p : p * n + j];
+  return y;
+}
+
+void require_product(const tf::tensor& y, const tf::tensor& a, const tf::tensor& w, bool transpose_w = false) {
+  const auto want = reference_product(a, w, transpose_w);
+  const auto got = y.unchecked_values<const float>();
+  REQUIRE(static_cast<std::size_t>(y.num_elements()) == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-4 * (1 + std::abs(want[i])))) {
+      INFO("y[" << i << "] = " << got[i] << ", expected " << want[i]);
+      REQUIRE(false);
+    }
+}
+
+}  // namespace
+
+// A matmul whose b is a variable keeps b packed across runs (kernels/packed_operand.hpp), from the
+// second run that reads a value; every way the variable's value changes packs it again: a new
+// tensor, the same tensor initialised again after its values were changed in place, an assign. A
+// transposed b is not packed; fewer than 8 rows run on b as it is; the rows of a run may differ from
+// those the packing was made for.
+TEMPLATE_LIST_TEST_CASE("session: a matmul of a variable keeps it packed until the variable changes", "[session]",
+                        tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  constexpr auto in = tf::input<"in", float, static_shape<dyn, 70>>;
+  constexpr auto v = tf::variable<"v", float, static_shape<70, 45>>;
+  constexpr auto y = tf::matmul(in, v);
+  constexpr auto yt = tf::apply<tf::ops::matmul{.transpose_b = true}>(in, tf::variable<"vt", float, static_shape<45, 70>>);
+  constexpr auto doubled = tf::assign(v, v * 2.0_c);
+  tf::session s(tf::graph(y, yt, doubled), device);
+  tf::tensor w = random_tensor<float>(tf::shape{70, 45}, 7);
+  const tf::tensor wt = random_tensor<float>(tf::shape{45, 70}, 8);
+  REQUIRE(s.initialize(v, w).ok());
+  REQUIRE(s.initialize("vt", wt).ok());
+  // Two runs on the variable's value: the first leaves a mark, the second packs.
+  auto check_products = [&](const tf::tensor& expected_w, std::int64_t rows, std::uint64_t seed) {
+    for (int run = 0; run < 2; ++run) {
+      INFO("run " << run << ", " << rows << " rows");
+      const tf::tensor a = random_tensor<float>(tf::shape{rows, 70}, seed + static_cast<std::uint64_t>(run));
+      auto r = s.run(tf::feed(in, a), tf::fetch(y), tf::fetch(yt));
+      REQUIRE(r.ok());
+      require_product(std::get<0>(*r), a, expected_w);
+      require_product(std::get<1>(*r), a, wt, true);
+    }
+  };
+  {
+    INFO("fewer than 8 rows: b as it is");
+    check_products(w, 3, 1);
+    CHECK(s.derived_forms() == 0);
+  }
+  for (const std::int64_t rows : {20, 9, 131, 4}) {
+    check_products(w, rows, static_cast<std::uint64_t>(rows));
+    CHECK(s.derived_forms() == 1);  // the transposed b is not packed
+  }
+  {
+    INFO("a new tensor");
+    w = random_tensor<float>(tf::shape{70, 45}, 9);
+    REQUIRE(s.initialize(v, w).ok());
+    CHECK(s.derived_forms() == 0);
+    check_products(w, 33, 2);
+    CHECK(s.derived_forms() == 1);
+  }
+  {
+    INFO("the same tensor, changed in place and initialised again");
+    for (float& e : w.unchecked_values<float>()) e = -e;
+    REQUIRE(s.initialize(v, w).ok());
+    check_products(w, 33, 3);
+  }
+  {
+    INFO("an assign");
+    REQUIRE(s.run(tf::fetch(doubled)).ok());
+    const tf::tensor twice = *s.value_of(v);
+    CHECK(twice.unchecked_values<const float>()[5] == 2 * w.unchecked_values<const float>()[5]);
+    check_products(twice, 33, 4);
+    CHECK(s.derived_forms() == 1);
+  }
+  {
+    INFO("an assign every run: never packed");
+    for (int run = 0; run < 3; ++run) {
+      auto r = s.run(tf::feed(in, random_tensor<float>(tf::shape{16, 70}, 5)), tf::fetch(y), tf::fetch(doubled));
+      REQUIRE(r.ok());
+      CHECK(s.derived_forms() == 0);
+    }
+  }
 }
 
 TEST_CASE("session: run-time errors name the input and both shapes") {

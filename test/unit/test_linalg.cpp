@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tf = typeflow;
 using tf::dyn;
@@ -42,6 +44,24 @@ TEMPLATE_LIST_TEST_CASE("matmul of k = 0 is zeros, whatever the output buffer he
   require_close<float>(y, tf::shape{2, 3, 4}, std::vector<double>(24, 0.0));
 }
 
+// c [m, n] = a [m, k] x b [k, n] (a and b as doubles), within matmul's tolerance.
+template <class T>
+void require_product(const std::vector<double>& a, const std::vector<double>& b, const std::vector<T>& c,
+                     std::int64_t m, std::int64_t n, std::int64_t k) {
+  const double tolerance = matmul_tolerance<T>(k);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double expected = 0;
+      for (std::int64_t p = 0; p < k; ++p)
+        expected += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
+      const double actual = static_cast<double>(c[static_cast<std::size_t>(i * n + j)]);
+      if (!(std::abs(actual - expected) <= tolerance * (1 + std::abs(expected)))) {
+        INFO("c[" << i << ", " << j << "] = " << actual << ", expected " << expected);
+        REQUIRE(false);
+      }
+    }
+}
+
 // The GEMM that f32/f64 matmuls run on several threads (b packed once for all of them), called
 // directly: with Eigen's blocking, and with small blocks chosen so that small matrices cross every
 // edge (several depth blocks, several row blocks of b, a block of b of several chunks of panels
@@ -60,18 +80,7 @@ void check_shared_gemm(tf::thread_pool& device, std::int64_t m, std::int64_t n, 
   const std::vector<T> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
   std::vector<T> c(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());  // overwritten, not added to
   tf::cpu_kernels::detail::shared_gemm(device, m, n, k, a_t.data(), b_t.data(), c.data(), blocks);
-  const double tolerance = matmul_tolerance<T>(k);
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double expected = 0;
-      for (std::int64_t p = 0; p < k; ++p)
-        expected += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
-      const double actual = static_cast<double>(c[static_cast<std::size_t>(i * n + j)]);
-      if (!(std::abs(actual - expected) <= tolerance * (1 + std::abs(expected)))) {
-        INFO("c[" << i << ", " << j << "] = " << actual << ", expected " << expected);
-        REQUIRE(false);
-      }
-    }
+  require_product<T>(a, b, c, m, n, k);
 }
 
 TEMPLATE_TEST_CASE("the shared-packing GEMM matches a reference across its block edges", "[linalg][matmul]", float,
@@ -99,6 +108,95 @@ TEMPLATE_TEST_CASE("the shared-packing GEMM matches a reference across its block
       check_shared_gemm<TestType>(device, 240, rows, 80, shared_gemm_blocks::with<TestType>(240, rows, 80, 16, rows, 7),
                                   true);
     }
+  }
+}
+
+// b packed once (what a static session keeps for a matmul of a variable) times a's of any number
+// of rows, on one thread and on several: the packing made for one number of rows serves others.
+template <class T, class Device>
+void check_packed_matrix(Device& device, std::int64_t n, std::int64_t k,
+                         const tf::cpu_kernels::detail::shared_gemm_blocks& blocks) {
+  const auto b = as_doubles<T>(random_tensor<T>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 13 + k), -1, 1));
+  const std::vector<T> b_t(b.begin(), b.end());
+  const auto packed = tf::cpu_kernels::detail::packed_matrix<T>::pack(blocks, n, k, b_t.data());
+  REQUIRE(packed != nullptr);
+  for (const std::int64_t m : {std::int64_t{1}, std::int64_t{8}, std::int64_t{37}, std::int64_t{130}}) {
+    INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", " << device.num_threads() << " threads: [" << m << ", " << k
+                  << "] x [" << k << ", " << n << "], blocks kc " << blocks.kc << " mc " << blocks.mc);
+    if (m == 130 && n * k >= 5000)  // large enough for every thread
+      REQUIRE(tf::cpu_kernels::detail::shared_gemm_threads<T>(device, m, n, k) == device.num_threads());
+    const auto a = as_doubles<T>(random_tensor<T>(tf::shape{m, k}, static_cast<std::uint64_t>(m * 5 + k), -1, 1));
+    const std::vector<T> a_t(a.begin(), a.end());
+    std::vector<T> c(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());
+    packed->multiply(device, m, a_t.data(), c.data());
+    require_product<T>(a, b, c, m, n, k);
+  }
+}
+
+TEMPLATE_TEST_CASE("a b packed once multiplies a's of any number of rows", "[linalg][matmul]", float, double) {
+  using tf::cpu_kernels::detail::shared_gemm_blocks;
+  tf::cpu one;
+  tf::thread_pool two(2), three(3);
+  auto each_device = [&](std::int64_t n, std::int64_t k, const shared_gemm_blocks& blocks) {
+    check_packed_matrix<TestType>(one, n, k, blocks);
+    check_packed_matrix<TestType>(two, n, k, blocks);
+    check_packed_matrix<TestType>(three, n, k, blocks);
+  };
+  // Eigen's blocking, for a number of rows other than the products'.
+  for (const auto& [n, k, rows] : {std::array<std::int64_t, 3>{65, 257, 130}, {300, 600, 37}, {5, 3, 8}})
+    each_device(n, k, shared_gemm_blocks::of<TestType>(rows, n, k));
+  // Small blocks: 19 depth blocks (the last of 4) and 3 row blocks of b (the last short).
+  const auto small = shared_gemm_blocks::with<TestType>(37, 70, 130, 7, 30, 5);
+  REQUIRE(small.k_blocks == 19);
+  REQUIRE(small.n_blocks == 3);
+  each_device(70, 130, small);
+}
+
+// The matmul kernel's packed path (kernels/packed_operand.hpp): which products it packs, and that
+// compute_packed multiplies by the packed b (given another b of its shape, it still gives a x the
+// packed one), or runs compute where the rows are too few.
+TEMPLATE_LIST_TEST_CASE("matmul packs b for a tall product only, and multiplies by the packed b",
+                        "[linalg][matmul]", tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  using kernel = tf::default_registry::kernel<tf::ops::matmul, TestType, float>;
+  STATIC_REQUIRE(tf::packs_operand<kernel>);
+  STATIC_REQUIRE(!tf::packs_operand<tf::default_registry::kernel<tf::ops::matmul, TestType, std::int32_t>>);
+  auto packable = [](const tf::ops::matmul& op, const tf::shape& a, const tf::shape& b) {
+    const tf::tensor in[] = {random_tensor<float>(a, 1), random_tensor<float>(b, 2)};
+    const bool yes = kernel::packable(op, in);
+    CHECK((kernel::pack(op, in) != nullptr) == yes);
+    return yes;
+  };
+  CHECK(packable({}, {8, 5}, {5, 7}));
+  CHECK(packable({}, {2, 4, 5}, {5, 7}));   // a's batches stack into 8 rows
+  CHECK(packable({}, {8, 5}, {1, 5, 7}));   // one matrix b
+  CHECK(!packable({}, {7, 5}, {5, 7}));     // fewer than 8 rows: a matrix-vector product
+  CHECK(!packable({.transpose_a = true}, {5, 8}, {5, 7}));
+  CHECK(!packable({.transpose_b = true}, {8, 5}, {7, 5}));
+  CHECK(!packable({}, {2, 8, 5}, {2, 5, 7}));  // a b per batch
+  CHECK(!packable({}, {8, 0}, {0, 7}));
+
+  const tf::tensor b1 = random_tensor<float>(tf::shape{70, 45}, 4), b2 = random_tensor<float>(tf::shape{70, 45}, 5);
+  const tf::tensor tall[] = {random_tensor<float>(tf::shape{64, 70}, 3), b1};
+  const auto form = kernel::pack({}, tall);
+  REQUIRE(form != nullptr);
+  for (const tf::shape& a_shape : {tf::shape{64, 70}, tf::shape{3, 11, 70}, tf::shape{2, 70}}) {
+    INFO(a_shape.to_string() << " x [70, 45]");
+    const tf::tensor a = random_tensor<float>(a_shape, 6);
+    tf::shape c_shape = a_shape;
+    c_shape[c_shape.rank() - 1] = 45;
+    const bool tall_enough = a.num_elements() / 70 >= 8;
+    // compute on the packed b; compute_packed, given b2, on the packed b1 (on b2 when too few rows).
+    const tf::tensor reference_in[] = {a, tall_enough ? b1 : b2}, packed_in[] = {a, b2};
+    tf::tensor expected = *tf::tensor::allocate(tf::dtype::f32, c_shape);
+    tf::tensor got = *tf::tensor::filled(c_shape, std::numeric_limits<float>::quiet_NaN());
+    tf::kernel_context<TestType> reference{device, reference_in, std::span<tf::tensor>(&expected, 1)};
+    tf::kernel_context<TestType> packed{device, packed_in, std::span<tf::tensor>(&got, 1)};
+    REQUIRE(kernel::compute({}, reference).ok());
+    REQUIRE(kernel::compute_packed({}, packed, form.get()).ok());
+    const auto e = expected.unchecked_values<const float>();
+    const auto g = got.unchecked_values<const float>();
+    for (std::size_t i = 0; i < e.size(); ++i) REQUIRE(g[i] == Approx(e[i]).margin(1e-4));
   }
 }
 

@@ -2,8 +2,8 @@
 // The static parallel executor and asynchronous kernels:
 //  - the step DAG a static plan gets at compile time (roots, pending counts, expensive steps);
 //  - parallel static sessions at 1, 2 and 4 threads give the sequential session's bits, keep
-//    reads and assigns of a variable in the plan's order, run from many threads at once, and
-//    allocate nothing per step once sized;
+//    reads and assigns of a variable in the plan's order, run from many threads at once (while a
+//    variable that products keep packed changes), and allocate nothing per step once sized;
 //  - an asynchronous kernel (a test op whose work finishes on another pool) completes through its
 //    callback in both parallel executors without holding a thread, is waited for by the
 //    sequential ones, and its errors become the step's status naming the node.
@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -245,6 +246,71 @@ TEST_CASE("static parallel executor: many threads share one parallel session", "
     });
   for (auto& th : threads) th.join();
   CHECK(wrong.load() == 0);
+}
+
+// 16 rows: the four products keep their weights packed (kernels/packed_operand.hpp) from the second
+// run on a value. One weight changes between two values while four threads run; each run gives the
+// output of one value or the other (the packing of the value it read, or that value as it is),
+// never a mixture or a packing of the other value. Compared within a tolerance: a run on a packed
+// b and one on b as it is may round differently.
+TEST_CASE("static parallel executor: a variable packed for its products changes while threads run", "[parallel][static]") {
+  tf::cpu device;
+  tf::session sequential(tf::graph(y), device);
+  tf::session parallel(tf::graph(y), device, tf::parallel{2});
+  initialize_weights(sequential);
+  initialize_weights(parallel);
+  const tf::tensor values[] = {random_tensor<float>(tf::shape{8, 8}, 21), random_tensor<float>(tf::shape{8, 8}, 22)};
+  std::vector<tf::tensor> inputs;
+  std::vector<std::vector<float>> expected[2];
+  for (int i = 0; i < 4; ++i) inputs.push_back(random_tensor<float>(tf::shape{16, 8}, static_cast<std::uint64_t>(200 + i)));
+  for (int v = 0; v < 2; ++v) {
+    REQUIRE(sequential.initialize(w0, values[v]).ok());
+    for (const auto& in : inputs) {
+      auto r = sequential.run(tf::feed(x, in), tf::fetch(y));
+      REQUIRE(r.ok());
+      expected[v].push_back(floats(std::get<0>(*r)));
+    }
+  }
+  REQUIRE(sequential.derived_forms() == 4);
+  auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(std::abs(a[i] - b[i]) <= 1e-5f * (1 + std::abs(b[i])))) return false;
+    return true;
+  };
+  REQUIRE_FALSE(close(expected[0][0], expected[1][0]));
+  REQUIRE(parallel.initialize(w0, values[0]).ok());
+  std::atomic<int> wrong{0};
+  std::atomic<bool> running{true};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const std::size_t k = static_cast<std::size_t>(t + i) % inputs.size();
+        auto r = parallel.run(tf::feed(x, inputs[k]), tf::fetch(y));
+        if (!r.ok()) { ++wrong; continue; }
+        const auto got = floats(std::get<0>(*r));
+        if (!close(got, expected[0][k]) && !close(got, expected[1][k])) ++wrong;
+      }
+    });
+  std::thread writer([&] {
+    for (int i = 0; running.load(); ++i) {
+      if (!parallel.initialize(w0, values[i % 2]).ok()) ++wrong;
+      std::this_thread::yield();
+    }
+  });
+  for (auto& th : threads) th.join();
+  running = false;
+  writer.join();
+  CHECK(wrong.load() == 0);
+  // Once the writes stop, the second run packs the value it reads.
+  REQUIRE(parallel.initialize(w0, values[1]).ok());
+  for (int run = 0; run < 2; ++run) {
+    auto r = parallel.run(tf::feed(x, inputs[0]), tf::fetch(y));
+    REQUIRE(r.ok());
+    CHECK(close(floats(std::get<0>(*r)), expected[1][0]));
+  }
+  CHECK(parallel.derived_forms() == 4);
 }
 
 TEST_CASE("static parallel executor: a thread count outside [1, 4096] is refused, not clamped", "[parallel][static]") {

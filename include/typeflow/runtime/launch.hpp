@@ -46,6 +46,21 @@ struct compiled_kernel {
   }
 };
 
+// A kernel that keeps one input packed (kernels/packed_operand.hpp), run on its kept form.
+template <class K>
+struct packed_kernel {
+  using device_type = typename K::device_type;
+  static constexpr bool may_be_async = false;
+  const typename K::op_type& op;
+  const void* form;
+
+  static constexpr bool async() noexcept { return false; }
+  status compute(kernel_context<device_type>& ctx) const {
+    require_kernel<K>();
+    return K::compute_packed(op, ctx, form);
+  }
+};
+
 // A device policy that has something to do after each kernel it ran synchronously (the GPU's op
 // pacing: device/cuda.hpp, set_op_idle_time); its status is the kernel's when the kernel succeeded.
 template <class Device>

@@ -167,6 +167,10 @@ class session {
   // Sets a variable's value. A tensor that owns its buffer is shared, not copied; borrowed memory
   // (tensor::borrow) is copied, since the session cannot know how long it stays valid.
   // A variable placed on a device keeps its value there: a host value is copied to it.
+  // The session takes the value as it is: changing it in place afterwards, through a tensor that
+  // shares its buffer, is not supported (kernels keep forms of a value across runs, such as a
+  // matmul's packed b: derived_forms(), so a run would read the old values in one kernel and the new
+  // in another); initialize the variable again with the changed tensor instead.
   template <expression Var>
   status initialize(Var, const tensor& value) {
     constexpr std::size_t p = Graph::template position<Var>();
@@ -198,7 +202,8 @@ class session {
     return initialize(v, *t);
   }
 
-  // The current value of a variable, on the variable's device.
+  // The current value of a variable, on the variable's device: the session's own buffer, to read
+  // (writing into it is changing the variable in place; see initialize).
   template <expression Var>
   result<tensor> value_of(Var) const {
     constexpr std::size_t p = Graph::template position<Var>();
@@ -207,6 +212,11 @@ class session {
     if (auto st = variables_.read(Graph::variable_index[p], Graph::names[p], t); !st.ok()) return st;
     return t;
   }
+
+  // How many forms of variables' values kernels keep across runs (kernels/packed_operand.hpp: each
+  // matmul whose b is a variable, f32 or f64 on Eigen, keeps b packed: b's size rounded up to whole
+  // blocks of its GEMM).
+  std::size_t derived_forms() const { return variables_.derived_count(); }
 
   // run(feed(x, t)..., fetch(y)...): the fetched values, in the order of the fetches.
   template <class... Args>

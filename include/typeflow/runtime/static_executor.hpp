@@ -151,6 +151,17 @@ class static_executor {
     return a;
   }();
 
+  // The variable number of each slot read, for an op's step (packed operands: kernels/packed_operand.hpp).
+  static constexpr std::array<std::size_t, read_begin[num_steps] + 1> read_variables = [] {
+    std::array<std::size_t, read_begin[num_steps] + 1> a{};
+    a.fill(no_variable);
+    for (std::size_t k = 0; k < num_steps; ++k)
+      if (step_kinds[k] == static_step_kind::op)
+        for (std::size_t j = read_begin[k]; j < read_begin[k + 1]; ++j)
+          if (graph::kinds[read_slots[j]] == node_kind::variable) a[j] = graph::variable_index[read_slots[j]];
+    return a;
+  }();
+
   static constexpr std::array<static_step_info, num_steps> infos = [] {
     std::array<static_step_info, num_steps> a{};
     for (std::size_t k = 0; k < num_steps; ++k) {
@@ -162,6 +173,7 @@ class static_executor {
       const std::size_t n = read_begin[k + 1] - read_begin[k];
       i.inputs = std::span<const std::size_t>(read_slots.data() + read_begin[k], n);
       i.input_specs = std::span<const tensor_spec>(read_specs.data() + read_begin[k], n);
+      i.input_variables = std::span<const std::size_t>(read_variables.data() + read_begin[k], n);
       i.inputs_known = true;
       for (std::size_t j = 0; j < n; ++j) i.inputs_known = i.inputs_known && i.input_specs[j].dims.is_fully_defined();
       i.error_node = reader_of(k);

@@ -15,6 +15,9 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
 #include <string_view>
 
@@ -26,6 +29,7 @@
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/kernels/packed_operand.hpp>
 #include <typeflow/ops/static_infer.hpp>
 #include <typeflow/runtime/detail/parallel_step.hpp>
 #include <typeflow/runtime/launch.hpp>
@@ -65,6 +69,9 @@ struct static_environment {
   variable_store* variables;
 };
 
+// An input that is not a variable (static_step_info::input_variables).
+inline constexpr std::size_t no_variable = static_cast<std::size_t>(-1);
+
 // One step of a static plan, as its run function reads it.
 struct static_step_info {
   std::size_t node = 0;                       // the node's position: its slot
@@ -73,6 +80,7 @@ struct static_step_info {
   std::span<const std::size_t> inputs;        // slots read: an op's inputs or a fused group's leaves;
                                               // an output node's: its op's inputs
   std::span<const tensor_spec> input_specs;   // their static specs
+  std::span<const std::size_t> input_variables;  // an op's: each input's variable number, or no_variable
   std::size_t output_slot = 0;                // an op's first output's slot; an output node's source slot
   std::size_t index = 0;                      // an input's input number; a variable's or assign's variable number
   std::size_t port = 0;                       // an output node's output of its op
@@ -270,7 +278,7 @@ struct static_steps {
   struct op_step {
     static constexpr bool expensive = is_expensive<Kernel>;
 
-    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion* done) {
       auto& device = g.template get<D>();
       std::array<tensor, K> in;
@@ -308,12 +316,43 @@ struct static_steps {
         else if (in_arena && ys[0].data() != planned_at)
           result = with_node(i, errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
       };
+      if constexpr (packs_operand<Kernel>) {
+        if (const std::shared_ptr<const void> form = packed_form(i, env, s, in))  // held until it has run
+          return launch(device, packed_kernel<Kernel>{Op, form.get()}, in, ys, st, finish);
+      }
       if (done != nullptr) return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish, *done);
       return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish);
     }
 
     static status infer(const static_step_info& i, const static_environment&, std::span<shape> sh) {
       return infer_op_shape<Op, K>(i, sh);
+    }
+
+   private:
+    // The form the kernel keeps of its packed input when that is a variable: the one kept with the
+    // value this run read, or one packed now, the second time this step sees the value (and kept);
+    // null when the input is not a variable, the kernel does not pack these inputs, or there is no
+    // memory for the form. The run holds the form: a write of the variable meanwhile drops the store's.
+    static std::shared_ptr<const void> packed_form(const static_step_info& i, const static_environment& env, State& s,
+                                                   const std::array<tensor, K>& in)
+      requires packs_operand<Kernel>
+    {
+      constexpr std::size_t j = Kernel::packed_input;
+      static_assert(j < K, "packs_operand: packed_input is not one of the op's inputs");
+      const std::size_t v = i.input_variables.empty() ? no_variable : i.input_variables[j];
+      const std::span<const tensor> inputs(in);
+      if (v == no_variable || env.variables == nullptr || !Kernel::packable(Op, inputs)) return nullptr;
+      const tensor& value = s.slots[i.inputs[j]];
+      try {
+        bool seen = false;
+        std::uint64_t generation = 0;
+        if (auto kept = env.variables->derived(v, i.node, value, seen, generation); kept || !seen) return kept;
+        std::shared_ptr<const void> form = Kernel::pack(Op, inputs);
+        if (form != nullptr) env.variables->keep_derived(v, i.node, value, generation, form);
+        return form;
+      } catch (const std::bad_alloc&) {  // the store's bookkeeping; the kernel runs as it is
+        return nullptr;
+      }
     }
   };
 };

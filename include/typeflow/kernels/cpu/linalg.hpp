@@ -8,7 +8,8 @@
 // in one GEMM: on one thread, the whole product is one call of the backend, with Eigen one tensor
 // contraction as a user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds
 // it to >= 0.95x of that call). On several threads, f32 and f64 tall products on Eigen go through
-// one GEMM that packs b once for all the threads (kernels/cpu/detail/shared_gemm.hpp).
+// one GEMM that packs b once for all the threads (kernels/cpu/detail/shared_gemm.hpp); where b is a
+// variable of a static session, b is packed once for all the runs (pack, compute_packed).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -18,6 +19,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
@@ -98,6 +101,46 @@ struct basic_matmul_kernel {
     if (!batched_gemm(op, ctx.device, a, b, c, m, n, k))
       return errors::internal("matmul: ", Gemm::name, "'s GEMM failed on ", a.shape().to_string(), " x ",
                               b.shape().to_string());
+    return ok_status();
+  }
+
+  // b kept packed across runs when it is a variable of a static session (kernels/packed_operand.hpp):
+  // f32 and f64 on Eigen, one matrix b, neither operand transposed, at least min_rows_to_split rows
+  // of a. Other products run as compute does: with fewer rows Eigen's contraction is a
+  // matrix-vector product, which the packed GEMM was 1.1-1.3x slower than on the MLP at batch 1.
+  static constexpr std::size_t packed_input = 1;
+  static bool packable(const Op& op, std::span<const tensor> inputs)
+    requires(std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T>)
+  {
+    const tensor& a = inputs[0];
+    const tensor& b = inputs[1];
+    if (op.transpose_a || op.transpose_b || a.rank() < 2 || b.rank() < 2) return false;
+    const std::int64_t k = b.dim(b.rank() - 2), n = b.dim(b.rank() - 1);
+    return k > 0 && n > 0 && b.num_elements() == k * n && a.dim(a.rank() - 1) == k &&
+           a.num_elements() / k >= min_rows_to_split;
+  }
+  // b packed (nullptr when memory is short, or the packed b would pass shared_gemm_max_packed_bytes).
+  static std::shared_ptr<const void> pack(const Op& op, std::span<const tensor> inputs)
+    requires(std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T>)
+  {
+    if (!packable(op, inputs)) return nullptr;
+    const tensor& b = inputs[1];
+    const std::int64_t k = b.dim(b.rank() - 2), n = b.dim(b.rank() - 1);
+    return detail::packed_matrix<T>::pack(inputs[0].num_elements() / k, n, k, b.unchecked_data<const T>());
+  }
+  static status compute_packed(const Op& op, kernel_context<Device>& ctx, const void* form)
+    requires(std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T>)
+  {
+    const auto& packed = *static_cast<const detail::packed_matrix<T>*>(form);
+    const tensor& a = ctx.inputs[0];
+    const tensor& b = ctx.inputs[1];
+    tensor& c = ctx.outputs[0];
+    // The form was made from this b; anything else (which the session does not give) as compute does.
+    if (op.transpose_a || op.transpose_b || b.rank() < 2 || b.dim(b.rank() - 2) != packed.k() ||
+        b.dim(b.rank() - 1) != packed.n() || b.num_elements() != packed.k() * packed.n() ||
+        c.num_elements() / packed.n() < min_rows_to_split)
+      return compute(op, ctx);
+    packed.multiply(ctx.device, c.num_elements() / packed.n(), a.unchecked_data<const T>(), c.unchecked_data<T>());
     return ok_status();
   }
 
