@@ -339,7 +339,7 @@ struct static_steps {
     {
       constexpr std::size_t j = Kernel::packed_input;
       static_assert(j < K, "packs_operand: packed_input is not one of the op's inputs");
-      const std::size_t v = i.input_variables.empty() ? no_variable : i.input_variables[j];
+      const std::size_t v = i.input_variables[j];
       const std::span<const tensor> inputs(in);
       if (v == no_variable || env.variables == nullptr || !Kernel::packable(Op, inputs)) return nullptr;
       const tensor& value = s.slots[i.inputs[j]];

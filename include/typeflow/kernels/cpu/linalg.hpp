@@ -132,15 +132,14 @@ struct basic_matmul_kernel {
     requires(std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T>)
   {
     const auto& packed = *static_cast<const detail::packed_matrix<T>*>(form);
-    const tensor& a = ctx.inputs[0];
     const tensor& b = ctx.inputs[1];
-    tensor& c = ctx.outputs[0];
-    // The form was made from this b; anything else (which the session does not give) as compute does.
-    if (op.transpose_a || op.transpose_b || b.rank() < 2 || b.dim(b.rank() - 2) != packed.k() ||
-        b.dim(b.rank() - 1) != packed.n() || b.num_elements() != packed.k() * packed.n() ||
-        c.num_elements() / packed.n() < min_rows_to_split)
+    // The form was made from a b of this shape; anything else (which the session does not give) as
+    // compute does.
+    if (!packable(op, ctx.inputs) || b.dim(b.rank() - 2) != packed.k() || b.dim(b.rank() - 1) != packed.n())
       return compute(op, ctx);
-    packed.multiply(ctx.device, c.num_elements() / packed.n(), a.unchecked_data<const T>(), c.unchecked_data<T>());
+    tensor& c = ctx.outputs[0];
+    packed.multiply(ctx.device, c.num_elements() / packed.n(), ctx.inputs[0].template unchecked_data<const T>(),
+                    c.unchecked_data<T>());
     return ok_status();
   }
 
@@ -207,8 +206,7 @@ struct basic_matmul_kernel {
     // contraction stays: the shared GEMM was 0-10% slower on one thread.
     if constexpr (std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T> &&
                   !std::is_same_v<typename Device::family_type, cpu>) {
-      if (threads > 1 && one_b_matrix && !op.transpose_a && !op.transpose_b &&
-          detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
+      if (one_b_matrix && !op.transpose_a && !op.transpose_b && detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
         const auto blocks = detail::shared_gemm_blocks::of<T>(rows, n, k);
         if (static_cast<std::size_t>(blocks.packed_elements()) * sizeof(T) <= detail::shared_gemm_max_packed_bytes) {
           detail::shared_gemm(device, rows, n, k, a_data, b_data, c_data, blocks);
