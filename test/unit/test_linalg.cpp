@@ -113,24 +113,36 @@ TEMPLATE_TEST_CASE("the shared-packing GEMM matches a reference across its block
 
 // b packed once (what a static session keeps for a matmul of a variable) times a's of any number
 // of rows, on one thread and on several: the packing made for one number of rows serves others.
+template <class T>
+std::vector<double> packed_matrix_b(std::int64_t n, std::int64_t k) {
+  return as_doubles<T>(random_tensor<T>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 13 + k), -1, 1));
+}
 template <class T, class Device>
-void check_packed_matrix(Device& device, std::int64_t n, std::int64_t k,
-                         const tf::cpu_kernels::detail::shared_gemm_blocks& blocks) {
-  const auto b = as_doubles<T>(random_tensor<T>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 13 + k), -1, 1));
-  const std::vector<T> b_t(b.begin(), b.end());
-  const auto packed = tf::cpu_kernels::detail::packed_matrix<T>::pack(blocks, n, k, b_t.data());
-  REQUIRE(packed != nullptr);
+void check_packed_matrix(Device& device, const tf::cpu_kernels::detail::packed_matrix<T>& packed, std::int64_t n,
+                         std::int64_t k) {
+  const auto b = packed_matrix_b<T>(n, k);
   for (const std::int64_t m : {std::int64_t{1}, std::int64_t{8}, std::int64_t{37}, std::int64_t{130}}) {
     INFO("dtype " << tf::name_of(tf::dtype_of<T>) << ", " << device.num_threads() << " threads: [" << m << ", " << k
-                  << "] x [" << k << ", " << n << "], blocks kc " << blocks.kc << " mc " << blocks.mc);
+                  << "] x [" << k << ", " << n << "], for fma_gemm " << packed.for_fma() << ", blocks kc "
+                  << packed.blocks().kc << " mc " << packed.blocks().mc);
     if (m == 130 && n * k >= 5000)  // large enough for every thread
       REQUIRE(tf::cpu_kernels::detail::shared_gemm_threads<T>(device, m, n, k) == device.num_threads());
     const auto a = as_doubles<T>(random_tensor<T>(tf::shape{m, k}, static_cast<std::uint64_t>(m * 5 + k), -1, 1));
     const std::vector<T> a_t(a.begin(), a.end());
     std::vector<T> c(static_cast<std::size_t>(m * n), std::numeric_limits<T>::quiet_NaN());
-    packed->multiply(device, m, a_t.data(), c.data());
+    packed.multiply(device, m, a_t.data(), c.data());
     require_product<T>(a, b, c, m, n, k);
   }
+}
+template <class T, class Device>
+void check_packed_matrix(Device& device, std::int64_t n, std::int64_t k,
+                         const tf::cpu_kernels::detail::shared_gemm_blocks& blocks) {
+  const auto b = packed_matrix_b<T>(n, k);
+  const std::vector<T> b_t(b.begin(), b.end());
+  const auto packed = tf::cpu_kernels::detail::packed_matrix<T>::pack(blocks, n, k, b_t.data());
+  REQUIRE(packed != nullptr);
+  REQUIRE(!packed->for_fma());
+  check_packed_matrix<T>(device, *packed, n, k);
 }
 
 TEMPLATE_TEST_CASE("a b packed once multiplies a's of any number of rows", "[linalg][matmul]", float, double) {
@@ -150,6 +162,90 @@ TEMPLATE_TEST_CASE("a b packed once multiplies a's of any number of rows", "[lin
   REQUIRE(small.k_blocks == 19);
   REQUIRE(small.n_blocks == 3);
   each_device(70, 130, small);
+  // Packed for the rows of a product: f32 for fma_gemm where the processor runs it.
+  for (const auto& [n, k] : {std::array<std::int64_t, 2>{65, 257}, {300, 600}, {5, 3}}) {
+    const auto b = packed_matrix_b<TestType>(n, k);
+    const std::vector<TestType> b_t(b.begin(), b.end());
+    const auto packed = tf::cpu_kernels::detail::packed_matrix<TestType>::pack(64, n, k, b_t.data());
+    REQUIRE(packed != nullptr);
+    CHECK(packed->for_fma() == (std::is_same_v<TestType, float> && tf::cpu_kernels::detail::fma_gemm::available()));
+    check_packed_matrix<TestType>(one, *packed, n, k);
+    check_packed_matrix<TestType>(three, *packed, n, k);
+  }
+}
+
+// fma_gemm (f32 on AVX2 + FMA), called directly: a and b as they lie, transposed or blocks of wider
+// matrices, c a block of a wider one; shapes that cross its micro-kernel's 6 x 16 block, its depth
+// blocks (256) and its row blocks (144). c's other columns must keep what they held.
+void check_fma_gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, bool trans_b, std::int64_t pad) {
+  using tf::cpu_kernels::detail::fma_gemm;
+  using tf::cpu_kernels::detail::strided_matrix;
+  INFO("[" << m << ", " << k << "] x [" << k << ", " << n << "], transposed a " << trans_a << ", b " << trans_b
+           << ", rows " << pad << " longer");
+  const auto a = as_doubles<float>(random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m * 3 + k), -1, 1));
+  const auto b = as_doubles<float>(random_tensor<float>(tf::shape{k, n}, static_cast<std::uint64_t>(n * 7 + k), -1, 1));
+  // Stored as they lie: a [m, k] or [k, m], rows `pad` longer than the matrix; b likewise.
+  const std::int64_t lda = (trans_a ? m : k) + pad, ldb = (trans_b ? k : n) + pad, ldc = n + pad;
+  std::vector<float> a_s(static_cast<std::size_t>((trans_a ? k : m) * lda), 99.0f);
+  std::vector<float> b_s(static_cast<std::size_t>((trans_b ? n : k) * ldb), 99.0f);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t p = 0; p < k; ++p)
+      a_s[static_cast<std::size_t>(trans_a ? p * lda + i : i * lda + p)] = static_cast<float>(a[static_cast<std::size_t>(i * k + p)]);
+  for (std::int64_t p = 0; p < k; ++p)
+    for (std::int64_t j = 0; j < n; ++j)
+      b_s[static_cast<std::size_t>(trans_b ? j * ldb + p : p * ldb + j)] = static_cast<float>(b[static_cast<std::size_t>(p * n + j)]);
+  std::vector<float> c_s(static_cast<std::size_t>(m * ldc), std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t i = 0; i < m; ++i) std::fill_n(c_s.begin() + i * ldc + n, pad, -5.0f);
+  fma_gemm::gemm(trans_a ? strided_matrix{a_s.data(), 1, lda} : strided_matrix{a_s.data(), lda, 1},
+                 trans_b ? strided_matrix{b_s.data(), 1, ldb} : strided_matrix{b_s.data(), ldb, 1}, m, n, k, c_s.data(),
+                 ldc);
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    std::copy_n(c_s.begin() + i * ldc, n, c.begin() + i * n);
+    for (std::int64_t j = n; j < ldc; ++j) REQUIRE(c_s[static_cast<std::size_t>(i * ldc + j)] == -5.0f);
+  }
+  require_product<float>(a, b, c, m, n, k);
+}
+
+TEST_CASE("fma_gemm matches a reference across its block edges, for operands as they lie", "[linalg][matmul]") {
+  if (!tf::cpu_kernels::detail::fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: fma_gemm is not used here, and not tested");
+    return;
+  }
+  for (const bool trans_a : {false, true})
+    for (const bool trans_b : {false, true})
+      for (const std::int64_t pad : {std::int64_t{0}, std::int64_t{3}}) {
+        check_fma_gemm(6, 16, 1, trans_a, trans_b, pad);      // one block of the micro-kernel
+        check_fma_gemm(151, 37, 300, trans_a, trans_b, pad);  // two row blocks, two depth blocks, ragged edges
+        check_fma_gemm(13, 70, 513, trans_a, trans_b, pad);   // three depth blocks, the last of one
+        check_fma_gemm(1, 5, 9, trans_a, trans_b, pad);
+      }
+  check_fma_gemm(288, 130, 256, false, false, 0);  // whole blocks: two row blocks, one depth block
+  check_fma_gemm(4, 3, 0, false, false, 0);         // an empty depth: zeros
+}
+
+TEST_CASE("the shared-packing GEMM on fma_gemm matches a reference", "[linalg][matmul]") {
+  using tf::cpu_kernels::detail::shared_gemm_threads;
+  if (!tf::cpu_kernels::detail::fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: fma_gemm is not used here, and not tested");
+    return;
+  }
+  for (const int threads : {2, 3}) {
+    tf::thread_pool device(threads);
+    // (m, n, k, whether large enough for every thread): panels in chunks of 4, the last chunk short,
+    // depth blocks of 256.
+    for (const auto& [m, n, k, parallel] : {std::array<std::int64_t, 4>{130, 65, 257, 1}, {37, 300, 600, 1},
+                                            {64, 70, 9, 0}, {5, 1, 1, 0}, {12, 6, 0, 0}}) {
+      INFO(threads << " threads: [" << m << ", " << k << "] x [" << k << ", " << n << "]");
+      if (parallel != 0) REQUIRE(shared_gemm_threads<float>(device, m, n, k) == threads);
+      const auto a = as_doubles<float>(random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m + k), -1, 1));
+      const auto b = as_doubles<float>(random_tensor<float>(tf::shape{k, n}, static_cast<std::uint64_t>(n + 2 * k), -1, 1));
+      const std::vector<float> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
+      std::vector<float> c(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+      tf::cpu_kernels::detail::shared_fma_gemm(device, m, n, k, a_t.data(), b_t.data(), c.data());
+      require_product<float>(a, b, c, m, n, k);
+    }
+  }
 }
 
 // The matmul kernel's packed path (kernels/packed_operand.hpp): which products it packs, and that

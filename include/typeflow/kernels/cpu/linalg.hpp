@@ -5,11 +5,11 @@
 // which takes nothing from the heap, where Eigen's parallel contraction allocates its task closures
 // and contexts on every call (and is instantiated again for every dtype). A batch of a against one
 // matrix b (a not transposed) is one tall matrix [batch * m, k], so a range of rows crosses batches
-// in one GEMM: on one thread, the whole product is one call of the backend, with Eigen one tensor
-// contraction as a user would write it by hand (so it is as fast: benchmarks/bench_kernels.cpp holds
-// it to >= 0.95x of that call). On several threads, f32 and f64 tall products on Eigen go through
-// one GEMM that packs b once for all the threads (kernels/cpu/detail/shared_gemm.hpp); where b is a
-// variable of a static session, b is packed once for all the runs (pack, compute_packed).
+// in one GEMM: on one thread, the whole product is one call of the backend (with Eigen, f32 on
+// fma_gemm where the processor has AVX2 and FMA, else one tensor contraction as a user would write
+// it by hand). On several threads, f32 and f64 tall products on Eigen go through one GEMM that packs
+// b once for all the threads (kernels/cpu/detail/shared_gemm.hpp); where b is a variable of a static
+// session, b is packed once for all the runs (pack, compute_packed).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -207,6 +207,12 @@ struct basic_matmul_kernel {
     if constexpr (std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T> &&
                   !std::is_same_v<typename Device::family_type, cpu>) {
       if (one_b_matrix && !op.transpose_a && !op.transpose_b && detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (detail::fma_gemm::available()) {
+            detail::shared_fma_gemm(device, rows, n, k, a_data, b_data, c_data);
+            return true;
+          }
+        }
         const auto blocks = detail::shared_gemm_blocks::of<T>(rows, n, k);
         if (static_cast<std::size_t>(blocks.packed_elements()) * sizeof(T) <= detail::shared_gemm_max_packed_bytes) {
           detail::shared_gemm(device, rows, n, k, a_data, b_data, c_data, blocks);

@@ -38,6 +38,7 @@
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/parallel_for.hpp>  // parallel_threads
 #include <typeflow/device/scratch.hpp>
+#include <typeflow/kernels/cpu/detail/fma_gemm.hpp>
 
 namespace typeflow::cpu_kernels::detail {
 
@@ -152,6 +153,30 @@ void gemm_rows(std::int64_t first, std::int64_t last, std::int64_t n, std::int64
   }
 }
 
+// One parallel pass over `parts` ranges of c's m rows (a second would wake the pool's threads
+// again). Each thread that starts
+//  1. takes chunks of b to pack (pack_chunk(t), t < chunks) until none is left, then waits for the
+//     chunks other threads took, which they are already packing;
+//  2. computes its range of c's rows: rows(first, last).
+// A thread that starts late finds every chunk taken, so no thread waits on one that has not started
+// (the caller alone runs every range when it is itself one of the pool's threads). pack_chunk must
+// not throw: a thread that threw before packing every chunk it took would leave the others waiting.
+template <class Device, class PackChunk, class Rows>
+void pack_shared_then_multiply(Device& device, std::int64_t m, std::int64_t parts, double part_cost,
+                               std::int64_t chunks, const PackChunk& pack_chunk, const Rows& rows) {
+  static_assert(noexcept(pack_chunk(std::int64_t{0})));
+  std::atomic<std::int64_t> next_chunk{0}, packed_chunks{0};
+  device.parallel_for(parts, part_cost, [&](std::int64_t first_part, std::int64_t last_part) {
+    for (std::int64_t t = next_chunk.fetch_add(1, std::memory_order_relaxed); t < chunks;
+         t = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      pack_chunk(t);
+      packed_chunks.fetch_add(1, std::memory_order_release);
+    }
+    while (packed_chunks.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
+    rows(m * first_part / parts, m * last_part / parts);
+  });
+}
+
 template <class T, class Device>
   requires shared_gemm_dtype<T>
 void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
@@ -162,20 +187,11 @@ void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k,
   const typename gemm::mapper lhs(b, n);  // b^T [n, k]: element (j, p) is b[p][j]
   const scratch_buffer<T> packed_b(static_cast<std::size_t>(blocks.packed_elements()));
 
-  // One parallel pass (a second would wake the pool's threads again). Each thread that starts
-  //  1. takes chunks of b's blocks (a few mr-row panels; a run of whole panels packed alone lies
-  //     where packing its block would put it, panel p at p * mr * depth) until none is left, then
-  //     waits for the chunks other threads took, which they are already packing;
-  //  2. computes its range of c's rows: its rows of a packed kc x nc at a time, times every packed
-  //     block of b.
-  // A thread that starts late finds every chunk taken, so no thread waits on one that has not
-  // started (the caller alone runs every range when it is itself one of the pool's threads).
+  // Chunks of a few mr-row panels of b's blocks (a run of whole panels packed alone lies where
+  // packing its block would put it, panel p at p * mr * depth); each range of rows is then its rows
+  // of a packed kc x nc at a time, times every packed block of b.
   constexpr std::int64_t chunk_rows = 4 * traits::mr;
   const std::int64_t chunks_per_block = (blocks.mc + chunk_rows - 1) / chunk_rows;
-  const std::int64_t chunks = blocks.k_blocks * blocks.n_blocks * chunks_per_block;
-  std::atomic<std::int64_t> next_chunk{0}, packed_chunks{0};
-  // noexcept: a thread that threw before packing every chunk it took would leave the others waiting
-  // (Eigen's packing does not throw; only the scratch allocation after the wait can).
   auto pack_chunk = [&](std::int64_t t) noexcept {
     const std::int64_t kb = t / (blocks.n_blocks * chunks_per_block), nb = t / chunks_per_block % blocks.n_blocks;
     const std::int64_t k0 = kb * blocks.kc, depth = std::min(blocks.kc, k - k0);
@@ -185,54 +201,59 @@ void shared_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k,
       pack_lhs(packed_b.data() + blocks.offset(kb, nb) + r0 * depth, lhs.getSubMapper(j0 + r0, k0), depth,
                std::min(chunk_rows, block_rows - r0));
   };
-
   // One range of rows a thread that parallel_for will start (more ranges than threads would split
   // the rows unevenly between them).
   const std::int64_t parts = shared_gemm_threads<T>(device, m, n, k);
-  device.parallel_for(parts, shared_gemm_part_cost(m, n, k, parts), [&](std::int64_t first_part, std::int64_t last_part) {
-    for (std::int64_t t = next_chunk.fetch_add(1, std::memory_order_relaxed); t < chunks;
-         t = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      pack_chunk(t);
-      packed_chunks.fetch_add(1, std::memory_order_release);
-    }
-    while (packed_chunks.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
-
-    gemm_rows(m * first_part / parts, m * last_part / parts, n, k, a, packed_b.data(), c, blocks);
-  });
+  pack_shared_then_multiply(device, m, parts, shared_gemm_part_cost(m, n, k, parts),
+                            blocks.k_blocks * blocks.n_blocks * chunks_per_block, pack_chunk,
+                            [&](std::int64_t first, std::int64_t last) {
+                              gemm_rows(first, last, n, k, a, packed_b.data(), c, blocks);
+                            });
 }
 
-// b [k, n] packed once and kept (pack_b's layout), for products with many a's: a static session
-// keeps one for a matmul whose b is a variable (kernels/packed_operand.hpp), so that a run packs only
-// a's rows. On the MLP's products ([64, 784] x [784, 1024] and [64, 1024] x [1024, 1024], one
-// thread, weights hot in the cache) the product on a packed b took 0.78 and 0.73 of Eigen's matrix
-// product (which packs b on every call). Its size is b's rounded up to whole blocks (kc x mc each;
-// 2% more for the MLP's [784, 1024]).
+// The same for f32 on fma_gemm (requires fma_gemm::available()): chunks of four 16-column panels of
+// one depth block of b.
+template <class Device>
+void shared_fma_gemm(Device& device, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                     float* c) {
+  const scratch_buffer<float> packed_b(static_cast<std::size_t>(std::max<std::int64_t>(fma_gemm::packed_b_size(k, n), 1)));
+  constexpr std::int64_t chunk_panels = 4;
+  const std::int64_t chunks_per_block = (fma_gemm::panels(n) + chunk_panels - 1) / chunk_panels;
+  auto pack_chunk = [&](std::int64_t t) noexcept {
+    const std::int64_t first = t % chunks_per_block * chunk_panels;
+    fma_gemm::pack_b_panels({b, n, 1}, k, n, t / chunks_per_block * fma_gemm::kc, first,
+                            std::min(first + chunk_panels, fma_gemm::panels(n)), packed_b.data());
+  };
+  const std::int64_t parts = shared_gemm_threads<float>(device, m, n, k);
+  pack_shared_then_multiply(device, m, parts, shared_gemm_part_cost(m, n, k, parts),
+                            fma_gemm::depth_blocks(k) * chunks_per_block, pack_chunk,
+                            [&](std::int64_t first, std::int64_t last) {
+                              fma_gemm::multiply({a, k, 1}, first, last, n, k, packed_b.data(), c, n);
+                            });
+}
+
+// b [k, n] packed once and kept, for products with many a's: a static session keeps one for a
+// matmul whose b is a variable (kernels/packed_operand.hpp), so that a run packs only a's rows.
+// f32 is packed for fma_gemm where the processor runs it (on the MLP's products, [64, 784] x [784,
+// 1024] and [64, 1024] x [1024, 1024], one thread, weights hot in the cache: 0.65 and 0.61-0.70 of
+// Eigen's matrix product, which packs b on every call); f64, and f32 elsewhere, in pack_b's layout
+// for Eigen's micro-kernel (0.78 and 0.73 of it). Its size is b's rounded up to whole panels of 16
+// columns (fma_gemm), or to whole blocks (kc x mc each; 2% more for the MLP's [784, 1024]).
 template <class T>
   requires shared_gemm_dtype<T>
 class packed_matrix {
  public:
-  // b packed with the blocking Eigen chooses for `rows` rows of a (or the blocks given); nullptr
-  // when the packed b would be larger than shared_gemm_max_packed_bytes, or memory is short.
+  // b packed for `rows` rows of a: for fma_gemm (f32, where available), else with the blocking Eigen
+  // chooses; or for Eigen with the blocks given. nullptr when the packed b would be larger than
+  // shared_gemm_max_packed_bytes, or memory is short.
   static std::shared_ptr<const packed_matrix> pack(std::int64_t rows, std::int64_t n, std::int64_t k, const T* b) {
+    if constexpr (std::is_same_v<T, float>)
+      if (fma_gemm::available()) return make(true, shared_gemm_blocks{}, n, k, b);
     return pack(shared_gemm_blocks::of<T>(rows, n, k), n, k, b);
   }
   static std::shared_ptr<const packed_matrix> pack(const shared_gemm_blocks& blocks, std::int64_t n, std::int64_t k,
                                                    const T* b) {
-    const auto elements = static_cast<std::size_t>(blocks.packed_elements());
-    if (elements * sizeof(T) > shared_gemm_max_packed_bytes) return nullptr;
-    auto* data = static_cast<T*>(::operator new(elements * sizeof(T), std::align_val_t{default_alignment}, std::nothrow));
-    if (data == nullptr) return nullptr;
-    auto* p = new (std::nothrow) packed_matrix(n, k, blocks, data);
-    if (p == nullptr) {
-      ::operator delete(data, std::align_val_t{default_alignment});
-      return nullptr;
-    }
-    pack_b(n, k, b, data, blocks);
-    try {
-      return std::shared_ptr<const packed_matrix>(p);  // its control block may not fit either
-    } catch (const std::bad_alloc&) {  // the constructor deleted p
-      return nullptr;
-    }
+    return make(false, blocks, n, k, b);
   }
   packed_matrix(const packed_matrix&) = delete;
   packed_matrix& operator=(const packed_matrix&) = delete;
@@ -240,24 +261,55 @@ class packed_matrix {
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }
+  // Whether b is packed for fma_gemm (else for Eigen, with blocks()).
+  bool for_fma() const { return fma_; }
   const shared_gemm_blocks& blocks() const { return blocks_; }
 
-  // c [m, n] = a [m, k] x b over the policy's threads, each a range of c's rows (a's rows packed in
-  // blocks Eigen chooses for m; b's depth and column blocks are the packed ones).
+  // c [m, n] = a [m, k] x b over the policy's threads, each a range of c's rows (for Eigen, a's rows
+  // packed in blocks Eigen chooses for m; b's depth and column blocks are the packed ones).
   template <class Device>
   void multiply(Device& device, std::int64_t m, const T* a, T* c) const {
     shared_gemm_blocks blocks = blocks_;
-    blocks.nc = shared_gemm_blocks::of<T>(m, n_, k_).nc;
+    if (!fma_) blocks.nc = shared_gemm_blocks::of<T>(m, n_, k_).nc;
+    auto rows = [&](std::int64_t first, std::int64_t last) {
+      if constexpr (std::is_same_v<T, float>)
+        if (fma_) return fma_gemm::multiply({a, k_, 1}, first, last, n_, k_, data_, c, n_);
+      gemm_rows(first, last, n_, k_, a, data_, c, blocks);
+    };
     const std::int64_t parts = shared_gemm_threads<T>(device, m, n_, k_);
-    if (parts <= 1) return gemm_rows(0, m, n_, k_, a, data_, c, blocks);
+    if (parts <= 1) return rows(0, m);
     device.parallel_for(parts, shared_gemm_part_cost(m, n_, k_, parts), [&](std::int64_t first, std::int64_t last) {
-      gemm_rows(m * first / parts, m * last / parts, n_, k_, a, data_, c, blocks);
+      rows(m * first / parts, m * last / parts);
     });
   }
 
  private:
-  packed_matrix(std::int64_t n, std::int64_t k, const shared_gemm_blocks& blocks, T* data)
-      : n_(n), k_(k), blocks_(blocks), data_(data) {}
+  packed_matrix(bool fma, std::int64_t n, std::int64_t k, const shared_gemm_blocks& blocks, T* data)
+      : fma_(fma), n_(n), k_(k), blocks_(blocks), data_(data) {}
+
+  static std::shared_ptr<const packed_matrix> make(bool fma, const shared_gemm_blocks& blocks, std::int64_t n,
+                                                   std::int64_t k, const T* b) {
+    const auto elements =
+        static_cast<std::size_t>(std::max<std::int64_t>(fma ? fma_gemm::packed_b_size(k, n) : blocks.packed_elements(), 1));
+    if (elements * sizeof(T) > shared_gemm_max_packed_bytes) return nullptr;
+    auto* data = static_cast<T*>(::operator new(elements * sizeof(T), std::align_val_t{default_alignment}, std::nothrow));
+    if (data == nullptr) return nullptr;
+    auto* p = new (std::nothrow) packed_matrix(fma, n, k, blocks, data);
+    if (p == nullptr) {
+      ::operator delete(data, std::align_val_t{default_alignment});
+      return nullptr;
+    }
+    if constexpr (std::is_same_v<T, float>)
+      if (fma) fma_gemm::pack_b({b, n, 1}, k, n, data);
+    if (!fma) pack_b(n, k, b, data, blocks);
+    try {
+      return std::shared_ptr<const packed_matrix>(p);  // its control block may not fit either
+    } catch (const std::bad_alloc&) {  // the constructor deleted p
+      return nullptr;
+    }
+  }
+
+  bool fma_;
   std::int64_t n_, k_;
   shared_gemm_blocks blocks_;
   T* data_;
