@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     r.frozen += frozen;
     auto graph = std::make_shared<const tf::runtime_graph<tf::cpu>>(std::move(*g));
     std::string problem;
-    for (const fs::path set : {dir / "test_data_set_0"}) {
+    for (const fs::path& set : {dir / "test_data_set_0"}) {
       std::vector<std::pair<std::string, tf::tensor>> feeds;
       for (std::size_t k = 0; k < model->inputs.size() && problem.empty(); ++k) {
         auto t = load(set / ("input_" + std::to_string(input_file(dir, model->inputs[k])) + ".pb"),

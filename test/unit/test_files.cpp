@@ -9,11 +9,24 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tf = typeflow;
 using tf::test::random_tensor;
 
 namespace {
+
+// to_cpp's options, member by member (GCC 12's -Wextra warns about the members a designated
+// initializer leaves to their defaults).
+tf::to_cpp_options options(std::string struct_name, std::string namespace_name = "",
+                           std::vector<std::string> outputs = {}) {
+  tf::to_cpp_options o;
+  o.struct_name = std::move(struct_name);
+  o.namespace_name = std::move(namespace_name);
+  o.outputs = std::move(outputs);
+  return o;
+}
 
 void require_error(const tf::status& st, tf::status_code code, std::string_view text) {
   INFO(st.to_string());
@@ -240,7 +253,7 @@ y = mul(s:0, half)
 unused = relu(x)
 )");
   REQUIRE(def.ok());
-  auto m = tf::to_cpp(*def, {.struct_name = "small", .namespace_name = "gen::models", .outputs = {"y", "t:1"}});
+  auto m = tf::to_cpp(*def, options("small", "gen::models", {"y", "t:1"}));
   REQUIRE(m.ok());
   const std::string& h = m->header;
   INFO(h);
@@ -286,13 +299,13 @@ TEST_CASE("to_cpp: what a static graph cannot express is refused, naming the nod
   // A device string must name the device the graph is made for; it is then the session's to choose.
   REQUIRE(make(x + "y = relu(x) @/device:CPU:0\n").ok());
   require_error(make(x + "y = relu(x) @/device:GPU:0\n"), tf::status_code::invalid_argument, "device '/device:GPU:0' is not available");
-  require_error(make(x + "y = relu(x)\n", {.struct_name = "2bad"}), tf::status_code::invalid_argument,
+  require_error(make(x + "y = relu(x)\n", options("2bad")), tf::status_code::invalid_argument,
                 "struct_name '2bad' is not a C++ identifier");
-  require_error(make(x + "y = relu(x)\n", {.namespace_name = "a::"}), tf::status_code::invalid_argument,
+  require_error(make(x + "y = relu(x)\n", options("model", "a::")), tf::status_code::invalid_argument,
                 "namespace_name 'a::' is not a C++ namespace name");
-  require_error(make(x + "y = relu(x)\n", {.outputs = {"z"}}), tf::status_code::invalid_argument,
+  require_error(make(x + "y = relu(x)\n", options("model", "", {"z"})), tf::status_code::invalid_argument,
                 "to_cpp: output 'z' is not a tensor of the graph");
-  require_error(make(x + "y = relu(x)\n", {.outputs = {"y:1"}}), tf::status_code::invalid_argument,
+  require_error(make(x + "y = relu(x)\n", options("model", "", {"y:1"})), tf::status_code::invalid_argument,
                 "node 'y' has one output (port 0)");
   require_error(make(x), tf::status_code::invalid_argument, "the graph has no op whose output nobody reads");
   // An invalid graph is the runtime graph's error.

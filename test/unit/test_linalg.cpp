@@ -238,8 +238,13 @@ TEST_CASE("the shared-packing GEMM on fma_gemm matches a reference", "[linalg][m
                                             {64, 70, 9, 0}, {5, 1, 1, 0}, {12, 6, 0, 0}}) {
       INFO(threads << " threads: [" << m << ", " << k << "] x [" << k << ", " << n << "]");
       if (parallel != 0) REQUIRE(shared_gemm_threads<float>(device, m, n, k) == threads);
-      const auto a = as_doubles<float>(random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m + k), -1, 1));
-      const auto b = as_doubles<float>(random_tensor<float>(tf::shape{k, n}, static_cast<std::uint64_t>(n + 2 * k), -1, 1));
+      // Seeds of their own for each thread count, and no scratch kept from the case before: a chunk
+      // left unpacked must not find the same values packed there already.
+      tf::scratch_cache::trim();
+      const auto a = as_doubles<float>(
+          random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m + k + 1000 * threads), -1, 1));
+      const auto b = as_doubles<float>(
+          random_tensor<float>(tf::shape{k, n}, static_cast<std::uint64_t>(n + 2 * k + 1000 * threads), -1, 1));
       const std::vector<float> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
       std::vector<float> c(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
       tf::cpu_kernels::detail::shared_fma_gemm(device, m, n, k, a_t.data(), b_t.data(), c.data());

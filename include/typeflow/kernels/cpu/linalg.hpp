@@ -105,9 +105,10 @@ struct basic_matmul_kernel {
   }
 
   // b kept packed across runs when it is a variable of a static session (kernels/packed_operand.hpp):
-  // f32 and f64 on Eigen, one matrix b, neither operand transposed, at least min_rows_to_split rows
-  // of a. Other products run as compute does: with fewer rows Eigen's contraction is a
-  // matrix-vector product, which the packed GEMM was 1.1-1.3x slower than on the MLP at batch 1.
+  // f32 and f64 on the Eigen backend (f32 packed for fma_gemm where the processor runs it), one
+  // matrix b, neither operand transposed, at least min_rows_to_split rows of a. Other products run
+  // as compute does: with fewer rows Eigen's contraction is a matrix-vector product, which the
+  // packed GEMM (on Eigen's micro-kernel) was 1.1-1.3x slower than on the MLP at batch 1.
   static constexpr std::size_t packed_input = 1;
   static bool packable(const Op& op, std::span<const tensor> inputs)
     requires(std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T>)
@@ -199,18 +200,23 @@ struct basic_matmul_kernel {
       });
       return !failed;
     }
-    // f32 and f64 on Eigen over several threads: one GEMM whose packed b the threads share
-    // (detail/shared_gemm.hpp); measured on the MLP at batch 64 on 2 threads, 14% less CPU and
-    // elapsed time than a GEMM per range of rows, each packing all of b. Where the product would
-    // run on one thread (too small to split, or called from one of the pool's threads) Eigen's
-    // contraction stays: the shared GEMM was 0-10% slower on one thread.
+    // f32 and f64 on the Eigen backend over several threads: one GEMM whose packed b the threads
+    // share (detail/shared_gemm.hpp; f32 on fma_gemm where the processor runs it); measured on the
+    // MLP at batch 64 on 2 threads (on Eigen's micro-kernel), 14% less CPU and elapsed time than a
+    // GEMM per range of rows, each packing all of b. Where the product would run on one thread (too
+    // small to split, or called from one of the pool's threads) the backend's one-thread GEMM stays:
+    // the shared GEMM was 0-10% slower on one thread. A packed b over shared_gemm_max_packed_bytes
+    // goes the per-range way too.
     if constexpr (std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T> &&
                   !std::is_same_v<typename Device::family_type, cpu>) {
       if (one_b_matrix && !op.transpose_a && !op.transpose_b && detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
         if constexpr (std::is_same_v<T, float>) {
           if (detail::fma_gemm::available()) {
-            detail::shared_fma_gemm(device, rows, n, k, a_data, b_data, c_data);
-            return true;
+            if (static_cast<std::size_t>(detail::fma_gemm::packed_b_size(k, n)) * sizeof(T) <=
+                detail::shared_gemm_max_packed_bytes) {
+              detail::shared_fma_gemm(device, rows, n, k, a_data, b_data, c_data);
+              return true;
+            }
           }
         }
         const auto blocks = detail::shared_gemm_blocks::of<T>(rows, n, k);
@@ -238,7 +244,8 @@ struct basic_matmul_kernel {
   }
 };
 
-// The default kernel: matmul on Eigen.
+// The default kernel: matmul on the Eigen backend (f32 of 16 rows or more on fma_gemm where the
+// processor has AVX2 and FMA).
 template <class Op, class Device, class T>
 struct eigen_matmul_kernel : basic_matmul_kernel<Op, Device, T, eigen_gemm> {};
 

@@ -6,8 +6,10 @@
 // Splitting the rows over threads and calling a one-thread GEMM per range (what the kernels do for
 // the other dtypes and backends) packs all of b in every thread. On the MLP at batch 64 (64 rows,
 // b up to 1024 x 1024), packing b was 32% of the CPU samples on one thread and 44% on two, where
-// the packing doubled; sharing it took the two-thread run's CPU and elapsed time down by 14%. The
-// work is Eigen's own blocked GEMM, on its packing routines and micro-kernel (gemm_pack_lhs,
+// the packing doubled; sharing it took the two-thread run's CPU and elapsed time down by 14%.
+// shared_fma_gemm does the same for f32 on fma_gemm (detail/fma_gemm.hpp), which matmul takes where
+// the processor has AVX2 and FMA. shared_gemm's work is Eigen's own blocked GEMM, on its packing
+// routines and micro-kernel (gemm_pack_lhs,
 // gemm_pack_rhs, gebp_kernel: Eigen 3.4's internal API, which its BLAS and products use), in one
 // parallel pass (a second would wake the pool's threads again): each thread takes chunks of b's
 // blocks to pack until none is left, waits for the chunks others took, then computes its range of
