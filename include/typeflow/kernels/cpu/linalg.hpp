@@ -211,12 +211,10 @@ struct basic_matmul_kernel {
                   !std::is_same_v<typename Device::family_type, cpu>) {
       if (one_b_matrix && !op.transpose_a && !op.transpose_b && detail::shared_gemm_threads<T>(device, rows, n, k) > 1) {
         if constexpr (std::is_same_v<T, float>) {
-          if (detail::fma_gemm::available()) {
-            if (static_cast<std::size_t>(detail::fma_gemm::packed_b_size(k, n)) * sizeof(T) <=
-                detail::shared_gemm_max_packed_bytes) {
-              detail::shared_fma_gemm(device, rows, n, k, a_data, b_data, c_data);
-              return true;
-            }
+          if (detail::fma_gemm::available() && static_cast<std::size_t>(detail::fma_gemm::packed_b_size(k, n)) *
+                                                       sizeof(float) <= detail::shared_gemm_max_packed_bytes) {
+            detail::shared_fma_gemm(device, rows, n, k, a_data, b_data, c_data);
+            return true;
           }
         }
         const auto blocks = detail::shared_gemm_blocks::of<T>(rows, n, k);

@@ -6,8 +6,8 @@
 // Why by hand: on the 2-core AVX2 machine of the peer table, one thread, Eigen 3.4's gebp kernel
 // ran the MLP's and CNN's products at 48-60 GFLOP/s ([64, 1024] x [1024, 1024]: 2.65 ms); ONNX
 // Runtime's MLAS runs the whole MLP at about 68. This micro-kernel, on b packed once, ran the same
-// products at 75-85 GFLOP/s (1.62 ms; [784, 288] x [288, 64], the CNN's second convolution, 0.38
-// against 0.48 ms). Eigen's public API has no packed-b entry point and its gebp kernel is the
+// products at 72-85 GFLOP/s (1.58-1.98 ms; [784, 288] x [288, 64], the CNN's second convolution,
+// 0.35 against 0.50 ms). Eigen's public API has no packed-b entry point and its gebp kernel is the
 // slower part; oneDNN's sgemm is the optional backend (kernels/onednn/).
 //
 // The layout is the one BLIS and MLAS use for AVX2:
@@ -123,7 +123,7 @@ struct fma_gemm {
                    std::int64_t ldc) {
     if (m <= 0 || n <= 0 || !has_depth(0, m, n, k, c, ldc)) return;
     const scratch_buffer<float> packed_a(packed_a_size(0, m, k));
-    const scratch_buffer<float> packed_b(static_cast<std::size_t>(panels(n) * nr * std::min(kc, k)));
+    const scratch_buffer<float> packed_b(static_cast<std::size_t>(packed_b_size(std::min(kc, k), n)));
     for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
       // Depth block k0 alone, laid out as the first block of a b of its depth.
       const std::int64_t depth = std::min(kc, k - k0);
