@@ -131,6 +131,12 @@ const std::vector<conv_case> conv_cases = {
     {{3, 33, 31, 16}, {3, 3, 16, 8}, {.stride_h = 1, .stride_w = 2}},
     {{4, 32, 32, 8}, {1, 1, 8, 4}, {}},
     {{2, 37, 29, 24}, {3, 3, 24, 8}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 0}},
+    // f32 patches packed from the image for fma_gemm (16 output pixels or more): 37 channels (four
+    // runs of 8 and 5 left), 333 deep (fma_gemm's depth block of 256 ends inside a tap), 143 pixels
+    // (the last panel of 6 short); strided and dilated taps in explicit padding.
+    {{1, 11, 13, 37}, {3, 3, 37, 20}, {.pad = padding::same}},
+    {{2, 13, 11, 12}, {3, 3, 12, 18}, {.stride_h = 2, .stride_w = 2, .pad = padding::explicit_, .dilation_h = 2,
+                                       .dilation_w = 2, .pad_top = 2, .pad_bottom = 1, .pad_left = 1, .pad_right = 2}},
 };
 
 template <class T, class Registry = tf::default_registry, class Device>

@@ -174,6 +174,39 @@ TEMPLATE_TEST_CASE("a b packed once multiplies a's of any number of rows", "[lin
   }
 }
 
+TEST_CASE("a b packed for fma_gemm is split over threads by its panels for few rows, by rows for many",
+          "[linalg][matmul]") {
+  using tf::cpu_kernels::detail::fma_gemm_split_by_panels;
+  using tf::cpu_kernels::detail::shared_gemm_threads;
+  if (!tf::cpu_kernels::detail::fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: fma_gemm is not used here, and not tested");
+    return;
+  }
+  constexpr std::int64_t n = 300, k = 257;  // 19 panels, the last of 12 columns; two depth blocks
+  const auto b = packed_matrix_b<float>(n, k);
+  const std::vector<float> b_t(b.begin(), b.end());
+  const auto packed = tf::cpu_kernels::detail::packed_matrix<float>::pack(64, n, k, b_t.data());
+  REQUIRE(packed != nullptr);
+  REQUIRE(packed->for_fma());
+  for (const int threads : {2, 3}) {
+    tf::thread_pool device(threads);
+    // (rows, split by panels): panels while each thread's rows fit in one row block of a (144).
+    for (const auto& [m, by_panels] : {std::array<std::int64_t, 2>{16, 1}, {64, 1}, {287, 1}, {2 * 144 * threads, 0}}) {
+      INFO(threads << " threads: [" << m << ", " << k << "] x [" << k << ", " << n << "]");
+      REQUIRE(shared_gemm_threads<float>(device, m, n, k) == threads);
+      REQUIRE(fma_gemm_split_by_panels(m, n, threads) == (by_panels != 0));
+      const auto a = as_doubles<float>(random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m + threads), -1, 1));
+      const std::vector<float> a_t(a.begin(), a.end());
+      std::vector<float> c(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+      packed->multiply(device, m, a_t.data(), c.data());
+      require_product<float>(a, b, c, m, n, k);
+    }
+  }
+  // Too few panels to give each thread two: by rows.
+  CHECK(!fma_gemm_split_by_panels(64, 3 * 16, 2));
+  CHECK(fma_gemm_split_by_panels(64, 3 * 16 + 1, 2));
+}
+
 // fma_gemm (f32 on AVX2 + FMA), called directly: a and b as they lie, transposed or blocks of wider
 // matrices, c a block of a wider one; shapes that cross its micro-kernel's 6 x 16 block, its depth
 // blocks (256) and its row blocks (144). c's other columns must keep what they held.
@@ -222,6 +255,43 @@ TEST_CASE("fma_gemm matches a reference across its block edges, for operands as 
       }
   check_fma_gemm(288, 130, 256, false, false, 0);  // whole blocks: two row blocks, one depth block
   check_fma_gemm(4, 3, 0, false, false, 0);         // an empty depth: zeros
+}
+
+// fma_gemm::multiply on a range of b's panels: those columns of c are the product's, the others keep
+// what they held; ranges that together cover every panel make the whole product.
+TEST_CASE("fma_gemm multiplies a range of b's panels alone", "[linalg][matmul]") {
+  using tf::cpu_kernels::detail::fma_gemm;
+  if (!fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: fma_gemm is not used here, and not tested");
+    return;
+  }
+  for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{151, 70, 300}, {7, 33, 513}, {3, 16, 5}, {2, 9, 0}}) {
+    const auto a = as_doubles<float>(random_tensor<float>(tf::shape{m, k}, static_cast<std::uint64_t>(m + 3 * k), -1, 1));
+    const auto b = as_doubles<float>(random_tensor<float>(tf::shape{k, n}, static_cast<std::uint64_t>(n + 5 * k), -1, 1));
+    const std::vector<float> a_t(a.begin(), a.end()), b_t(b.begin(), b.end());
+    std::vector<float> packed(static_cast<std::size_t>(std::max<std::int64_t>(fma_gemm::packed_b_size(k, n), 1)));
+    fma_gemm::pack_b({b_t.data(), n, 1}, k, n, packed.data());
+    const std::int64_t panels = fma_gemm::panels(n), ldc = n + 2;
+    for (std::int64_t first = 0; first < panels; ++first)
+      for (std::int64_t last = first + 1; last <= panels; ++last) {
+        INFO("[" << m << ", " << k << "] x [" << k << ", " << n << "], panels " << first << ".." << last);
+        std::vector<float> c(static_cast<std::size_t>(m * ldc), -5.0f);
+        fma_gemm::multiply({a_t.data(), k, 1}, 0, m, n, k, packed.data(), first, last, c.data(), ldc);
+        const std::int64_t j0 = first * 16, j1 = std::min(n, last * 16);
+        std::vector<float> inside(static_cast<std::size_t>(m * (j1 - j0)));
+        std::vector<double> b_inside(static_cast<std::size_t>(k * (j1 - j0)));
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < ldc; ++j) {
+            const float v = c[static_cast<std::size_t>(i * ldc + j)];
+            if (j >= j0 && j < j1) inside[static_cast<std::size_t>(i * (j1 - j0) + j - j0)] = v;
+            else REQUIRE(v == -5.0f);
+          }
+        for (std::int64_t p = 0; p < k; ++p)
+          for (std::int64_t j = j0; j < j1; ++j)
+            b_inside[static_cast<std::size_t>(p * (j1 - j0) + j - j0)] = b[static_cast<std::size_t>(p * n + j)];
+        require_product<float>(a, b_inside, inside, m, j1 - j0, k);
+      }
+  }
 }
 
 TEST_CASE("the shared-packing GEMM on fma_gemm matches a reference", "[linalg][matmul]") {

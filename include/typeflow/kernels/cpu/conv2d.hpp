@@ -2,6 +2,8 @@
 // CPU kernel for conv2d: im2col + GEMM, on a GEMM backend (kernels/cpu/gemm.hpp). A 1x1 stride-1 convolution is one GEMM over the image as
 // it lies; otherwise the patch rows of a chunk of output pixels are gathered into a scratch
 // matrix and multiplied by the filter, chunk by chunk, the chunks split over the policy's threads.
+// f32 NHWC on the Eigen backend, where fma_gemm runs, skips the scratch matrix: fma_gemm packs the
+// patch rows straight from the image (detail::patch_packer).
 // NCHW images take the transposed product per image (compute_nchw), so neither layout is
 // transposed around the convolution.
 #pragma once
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
 #include <typeflow/device/scratch.hpp>
@@ -74,6 +77,15 @@ struct basic_im2col_conv2d_kernel {
 
     ctx.device.parallel_for(chunks, row_cost * static_cast<double>(chunk_rows),
                             [&](std::int64_t first, std::int64_t last) {
+      if (packs_patches(chunk_rows)) {  // f32 on fma_gemm: the patches packed from the image
+        for (std::int64_t chunk = first; chunk < last; ++chunk) {
+          const std::int64_t r0 = chunk * chunk_rows;
+          if constexpr (std::is_same_v<T, float>)
+            detail::fma_gemm::gemm_with(detail::patch_packer{g, in, r0}, {f.unchecked_data<const T>(), g.c_out, 1},
+                                        std::min(rows, r0 + chunk_rows) - r0, g.c_out, k, out + r0 * g.c_out, g.c_out);
+        }
+        return;
+      }
       // [chunk rows, kh*kw*c_in]
       scratch_buffer<T> patches(static_cast<std::size_t>(std::min(chunk_rows, rows - first * chunk_rows) * k));
       for (std::int64_t chunk = first; chunk < last; ++chunk) {
@@ -88,6 +100,15 @@ struct basic_im2col_conv2d_kernel {
   }
 
  private:
+  // Whether chunks of `rows` output pixels go to fma_gemm with their patches packed from the image
+  // (detail::patch_packer) instead of im2col + Gemm: f32 on the Eigen backend, as many rows as it
+  // gives fma_gemm, where the processor runs it. The CNN at batch 1, one thread: see patch_packer.
+  static bool packs_patches(std::int64_t rows) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
+      return rows >= eigen_gemm::fma_gemm_min_rows && detail::fma_gemm::available();
+    return false;
+  }
+
   // NCHW: per image, y[b] [c_out, oh*ow] = filter^T [c_out, k] x cols [k, oh*ow], the columns in
   // chunks of output pixels (im2col_nchw) split over the policy's threads. A pointwise
   // convolution multiplies the image as it lies. A chunk that is not a whole image is multiplied

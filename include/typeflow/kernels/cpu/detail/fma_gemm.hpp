@@ -20,7 +20,9 @@
 //    panel padded with zeros);
 //  - loops: depth blocks, row blocks of a, panels of b, panels of a.
 // Every matrix is given by strides, (row stride, column stride), so transposed operands and
-// blocks of wider matrices are packed as they lie. c is row-major with `ldc`.
+// blocks of wider matrices are packed as they lie. c is row-major with `ldc`. An a that is never
+// stored (a convolution's patch rows) is packed by a function of the caller's (gemm_with), and a
+// product on a packed b can be computed for a range of b's panels (threads splitting it by columns).
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -111,16 +113,35 @@ struct fma_gemm {
   // packed into the thread's scratch. Requires available().
   static void multiply(strided_matrix a, std::int64_t first, std::int64_t last, std::int64_t n, std::int64_t k,
                        const float* packed_b, float* c, std::int64_t ldc) {
-    if (first >= last || n <= 0 || !has_depth(first, last, n, k, c, ldc)) return;
+    multiply(a, first, last, n, k, packed_b, 0, panels(n), c, ldc);
+  }
+  // The same for c's columns of b's panels first_panel..last_panel alone (16 columns a panel), so
+  // that threads may split a product by columns: each then reads its part of b, where a split by
+  // rows has every thread read all of it.
+  static void multiply(strided_matrix a, std::int64_t first, std::int64_t last, std::int64_t n, std::int64_t k,
+                       const float* packed_b, std::int64_t first_panel, std::int64_t last_panel, float* c,
+                       std::int64_t ldc) {
+    const std::int64_t column = first_panel * nr, width = std::min(n, last_panel * nr) - column;
+    if (first >= last || width <= 0 || !has_depth(first, last, width, k, c + column, ldc)) return;
     const scratch_buffer<float> packed_a(packed_a_size(first, last, k));
     for (std::int64_t k0 = 0; k0 < k; k0 += kc)
-      multiply_block(a, first, last, n, k, k0, packed_b + panel_offset(k, n, k0, 0), c, ldc, packed_a.data());
+      multiply_block(rows_of{a}, first, last, width, k0, std::min(kc, k - k0),
+                     packed_b + panel_offset(k, n, k0, first_panel), c + column, ldc, packed_a.data());
   }
 
   // c [m, n] = a [m, k] x b [k, n] on the calling thread, b packed into the thread's scratch one depth
   // block at a time (kc x n floats: 1 MiB for n = 1024). Requires available().
   static void gemm(strided_matrix a, strided_matrix b, std::int64_t m, std::int64_t n, std::int64_t k, float* c,
                    std::int64_t ldc) {
+    gemm_with(rows_of{a}, b, m, n, k, c, ldc);
+  }
+  // The same with a's rows packed by pack_a(i0, rows, k0, depth, out): rows i0..i0 + rows of a,
+  // depth k0..k0 + depth, written as pack_rows_panel writes them, a panel of mr rows after another
+  // (mr * depth floats each, the rows past the last zeros). For an a that is never stored whole:
+  // a convolution's patch rows, packed from the image (kernels/cpu/detail/im2col.hpp).
+  template <class PackA>
+  static void gemm_with(const PackA& pack_a, strided_matrix b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float* c, std::int64_t ldc) {
     if (m <= 0 || n <= 0 || !has_depth(0, m, n, k, c, ldc)) return;
     const scratch_buffer<float> packed_a(packed_a_size(0, m, k));
     const scratch_buffer<float> packed_b(static_cast<std::size_t>(packed_b_size(std::min(kc, k), n)));
@@ -128,9 +149,27 @@ struct fma_gemm {
       // Depth block k0 alone, laid out as the first block of a b of its depth.
       const std::int64_t depth = std::min(kc, k - k0);
       pack_b_panels({b.at(k0, 0), b.row_stride, b.column_stride}, depth, n, 0, 0, panels(n), packed_b.data());
-      multiply_block(a, 0, m, n, k, k0, packed_b.data(), c, ldc, packed_a.data());
+      multiply_block(pack_a, 0, m, n, k0, depth, packed_b.data(), c, ldc, packed_a.data());
     }
   }
+
+  // out[t * mr + r] = rows[r][t] for t < count and each of the mr rows, 0 where rows[r] is null: one
+  // panel's stretch of depth, from rows that need not be evenly spaced. Requires available().
+#if TYPEFLOW_FMA_GEMM
+  TYPEFLOW_FMA_TARGET static void pack_rows_panel(const float* const (&rows)[mr], std::int64_t count,
+                                                  float* out) noexcept {
+    static constexpr float zeros[8] = {};
+    std::int64_t t = 0;
+    for (const float* s[mr]; t + 8 <= count; t += 8) {
+      for (std::int64_t r = 0; r < mr; ++r) s[r] = rows[r] != nullptr ? rows[r] + t : zeros;
+      transpose_6x8(s, out + t * mr);
+    }
+    for (std::int64_t r = 0; r < mr; ++r)
+      for (std::int64_t u = t; u < count; ++u) out[u * mr + r] = rows[r] != nullptr ? rows[r][u] : 0.0f;
+  }
+#else
+  static void pack_rows_panel(const float* const (&)[mr], std::int64_t, float*) noexcept { std::abort(); }
+#endif
 
  private:
   // Whether the product has depth; with k = 0 c's rows first..last are made zeros (every sum is
@@ -146,16 +185,24 @@ struct fma_gemm {
     return static_cast<std::size_t>((std::min(mc, last - first) + mr - 1) / mr * mr * std::min(kc, k));
   }
 
+  // The packer of a stored a (gemm_with's PackA).
+  struct rows_of {
+    strided_matrix a;
+    void operator()(std::int64_t i0, std::int64_t rows, std::int64_t k0, std::int64_t depth, float* out) const noexcept {
+      pack_a(a, i0, rows, k0, depth, out);
+    }
+  };
+
 #if TYPEFLOW_FMA_GEMM
-  // Depth block k0 of c's rows first..last: packed_block is that block of packed b (its panels at
-  // j * nr * depth); added to c unless k0 is the first block.
-  static void multiply_block(strided_matrix a, std::int64_t first, std::int64_t last, std::int64_t n, std::int64_t k,
-                             std::int64_t k0, const float* packed_block, float* c, std::int64_t ldc,
+  // Depth block k0 (`depth` deep) of c's rows first..last: packed_block is that block of packed b
+  // (its panels at j * nr * depth); added to c unless k0 is the first block.
+  template <class PackA>
+  static void multiply_block(const PackA& pack, std::int64_t first, std::int64_t last, std::int64_t n, std::int64_t k0,
+                             std::int64_t depth, const float* packed_block, float* c, std::int64_t ldc,
                              float* packed_a) noexcept {
-    const std::int64_t depth = std::min(kc, k - k0);
     for (std::int64_t i0 = first; i0 < last; i0 += mc) {
       const std::int64_t rows = std::min(mc, last - i0);
-      pack_a(a, i0, rows, k0, depth, packed_a);
+      pack(i0, rows, k0, depth, packed_a);
       multiply_panels(packed_a, rows, depth, n, packed_block, c + i0 * ldc, ldc, k0 > 0);
     }
   }
@@ -170,7 +217,11 @@ struct fma_gemm {
       const std::int64_t height = std::min(mr, rows - p);
       std::int64_t q = 0;
       if (height == mr && a.column_stride == 1)
-        for (const float* s = a.at(i0 + p, k0); q + 8 <= depth; q += 8) transpose_6x8(s + q, a.row_stride, out + q * mr);
+        for (const float* s = a.at(i0 + p, k0); q + 8 <= depth; q += 8) {
+          const float* rows[mr];
+          for (std::int64_t r = 0; r < mr; ++r) rows[r] = s + q + r * a.row_stride;
+          transpose_6x8(rows, out + q * mr);
+        }
       for (std::int64_t r = 0; r < mr; ++r) {  // the rest along a's rows: contiguous unless a is transposed
         float* o = out + r;
         if (r >= height) {
@@ -183,10 +234,10 @@ struct fma_gemm {
     }
   }
 
-  // out[j * 6 + i] = s[i * ld + j] for 6 rows i and 8 columns j: 48 floats.
-  TYPEFLOW_FMA_TARGET static inline void transpose_6x8(const float* s, std::int64_t ld, float* out) noexcept {
-    const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld);
-    const __m256 r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld);
+  // out[j * 6 + i] = s[i][j] for 6 rows i and 8 columns j: 48 floats.
+  TYPEFLOW_FMA_TARGET static inline void transpose_6x8(const float* const (&s)[mr], float* out) noexcept {
+    const __m256 r0 = _mm256_loadu_ps(s[0]), r1 = _mm256_loadu_ps(s[1]), r2 = _mm256_loadu_ps(s[2]);
+    const __m256 r3 = _mm256_loadu_ps(s[3]), r4 = _mm256_loadu_ps(s[4]), r5 = _mm256_loadu_ps(s[5]);
     // Per 128-bit lane (columns j..j+3 low, j+4..j+7 high): t0 = r0[0] r1[0] r0[1] r1[1], t1 the same
     // for columns 2 and 3; t2, t3 for rows 2 and 3; e, f for rows 4 and 5.
     const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
@@ -259,9 +310,14 @@ struct fma_gemm {
       for (std::int64_t j = 0; j < width; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + block[r * nr + j] : block[r * nr + j];
   }
 #else
-  static void multiply_block(strided_matrix, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+  // available() is false here: no caller gets this far.
+  template <class PackA>
+  static void multiply_block(const PackA&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                              const float*, float*, std::int64_t, float*) noexcept {
-    std::abort();  // available() is false here: no caller gets this far
+    std::abort();
+  }
+  static void pack_a(strided_matrix, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*) noexcept {
+    std::abort();
   }
 #endif
 };

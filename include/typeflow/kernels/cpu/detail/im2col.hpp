@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <typeflow/core/tensor.hpp>
+#include <typeflow/kernels/cpu/detail/fma_gemm.hpp>
 #include <typeflow/ops/conv.hpp>
 #include <typeflow/ops/padding.hpp>
 
@@ -93,6 +94,83 @@ void im2col(const conv_geometry& g, const T* x, std::int64_t first, std::int64_t
     }
   }
 }
+
+// The patch rows of output pixels row0 + i0 .. row0 + i0 + rows (NHWC), depth k0..k0 + depth,
+// packed for fma_gemm straight from the image (fma_gemm::gemm_with's PackA): what im2col writes,
+// in the panels fma_gemm's micro-kernel reads, without the patch matrix between them. A panel's
+// stretch of one tap is c_in values of each of its 6 pixels, transposed 8 at a time. On the CNN
+// at batch 1 (one thread), im2col and the copies it makes were 10% of the time, packing its patch
+// matrix again 9%.
+struct patch_packer {
+  const conv_geometry& g;
+  const float* x;
+  std::int64_t row0;
+
+  void operator()(std::int64_t i0, std::int64_t rows, std::int64_t k0, std::int64_t depth, float* out) const noexcept {
+    constexpr std::int64_t mr = fma_gemm::mr;
+    // The first row's output pixel and the first tap and channel of the depth, then stepped (a
+    // division per row and tap was half of the packing's time).
+    const std::int64_t first = row0 + i0;
+    std::int64_t ox = first % g.ow, oy = first / g.ow % g.oh, image = first / (g.ow * g.oh);
+    const std::int64_t first_tap = k0 / g.c_in, first_channel = k0 % g.c_in;
+    for (std::int64_t p = 0; p < rows; p += mr, out += mr * depth) {
+      // Each row's image and the input pixel at its window's top left; rows past the last: none.
+      std::int64_t images[mr], top[mr], left[mr];
+      for (std::int64_t r = 0; r < mr; ++r) {
+        images[r] = p + r < rows ? image : -1;
+        top[r] = oy * g.stride_h - g.pad_top;
+        left[r] = ox * g.stride_w - g.pad_left;
+        if (++ox == g.ow) {
+          ox = 0;
+          if (++oy == g.oh) oy = 0, ++image;
+        }
+      }
+      std::int64_t di = first_tap / g.kw, dj = first_tap % g.kw, c = first_channel;
+      if (inside(images, top, left)) {
+        // Every tap in the image: no checks, and a filter row's taps, undilated, are one run.
+        const float* base[mr];
+        for (std::int64_t r = 0; r < mr; ++r) base[r] = x + ((images[r] * g.h + top[r]) * g.w + left[r]) * g.c_in;
+        const std::int64_t run = g.dilation_w == 1 ? g.kw * g.c_in : g.c_in;
+        for (std::int64_t q = 0; q < depth;) {
+          const std::int64_t at = g.dilation_w == 1 ? dj * g.c_in + c : c;
+          const std::int64_t count = std::min(run - at, depth - q);
+          const std::int64_t offset = (di * g.dilation_h * g.w + dj * g.dilation_w) * g.c_in + c;
+          const float* src[mr];
+          for (std::int64_t r = 0; r < mr; ++r) src[r] = base[r] + offset;
+          fma_gemm::pack_rows_panel(src, count, out + q * mr);
+          q += count;
+          c = 0;
+          if (g.dilation_w == 1 || ++dj == g.kw) dj = 0, ++di;
+        }
+        continue;
+      }
+      for (std::int64_t q = 0; q < depth; c = 0) {
+        const std::int64_t count = std::min(g.c_in - c, depth - q);
+        const float* src[mr];
+        for (std::int64_t r = 0; r < mr; ++r) {
+          const std::int64_t iy = top[r] + di * g.dilation_h, ix = left[r] + dj * g.dilation_w;
+          src[r] = images[r] >= 0 && iy >= 0 && iy < g.h && ix >= 0 && ix < g.w
+                       ? x + ((images[r] * g.h + iy) * g.w + ix) * g.c_in + c
+                       : nullptr;
+        }
+        fma_gemm::pack_rows_panel(src, count, out + q * mr);
+        q += count;
+        if (++dj == g.kw) dj = 0, ++di;
+      }
+    }
+  }
+
+ private:
+  // Whether all 6 rows are pixels whose windows lie inside the image.
+  bool inside(const std::int64_t (&images)[fma_gemm::mr], const std::int64_t (&top)[fma_gemm::mr],
+              const std::int64_t (&left)[fma_gemm::mr]) const noexcept {
+    for (std::int64_t r = 0; r < fma_gemm::mr; ++r)
+      if (images[r] < 0 || top[r] < 0 || top[r] + (g.kh - 1) * g.dilation_h >= g.h || left[r] < 0 ||
+          left[r] + (g.kw - 1) * g.dilation_w >= g.w)
+        return false;
+    return true;
+  }
+};
 
 // The NCHW patch matrix of image b, transposed: for output pixels [first, last) of the image
 // (flat over [oh, ow]), writes cols[((di * kw + dj) * c_in + c) * (last - first) + (p - first)]
