@@ -133,8 +133,10 @@ const std::vector<conv_case> conv_cases = {
     {{2, 37, 29, 24}, {3, 3, 24, 8}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 0}},
     // f32 patches packed from the image for fma_gemm (16 output pixels or more): 37 channels (four
     // runs of 8 and 5 left), 333 deep (fma_gemm's depth block of 256 ends inside a tap), 143 pixels
-    // (the last panel of 6 short); strided and dilated taps in explicit padding.
+    // (the last panel of 6 short); dilated taps of 9 channels in panels inside the image; strided
+    // and dilated taps in explicit padding.
     {{1, 11, 13, 37}, {3, 3, 37, 20}, {.pad = padding::same}},
+    {{1, 14, 16, 9}, {3, 3, 9, 5}, {.dilation_w = 2}},
     {{2, 13, 11, 12}, {3, 3, 12, 18}, {.stride_h = 2, .stride_w = 2, .pad = padding::explicit_, .dilation_h = 2,
                                        .dilation_w = 2, .pad_top = 2, .pad_bottom = 1, .pad_left = 1, .pad_right = 2}},
 };

@@ -33,7 +33,8 @@ struct basic_im2col_conv2d_kernel {
   static constexpr bool expensive = true;
 
   // Bytes of patch matrix per chunk. Small enough to stay in a core's L2 between im2col writing
-  // it and the GEMM reading it, large enough that each GEMM has a few hundred rows. Measured on
+  // it and the GEMM reading it, large enough that each GEMM has a few hundred rows (where fma_gemm
+  // packs the patches from the image there is no patch matrix; the chunks stay as sized). Measured on
   // 3x3 64->64 f32 (benchmarks/bench_kernels.cpp, -O3 -march=native, AVX-512 Xeon): 1 MiB is 5%
   // (1x56x56) and 15% (32x28x28) faster than 8 MiB, and 3-7% faster than 256 KiB.
   static constexpr std::int64_t chunk_bytes = std::int64_t{1} << 20;
@@ -101,8 +102,8 @@ struct basic_im2col_conv2d_kernel {
 
  private:
   // Whether chunks of `rows` output pixels go to fma_gemm with their patches packed from the image
-  // (detail::patch_packer) instead of im2col + Gemm: f32 on the Eigen backend, as many rows as it
-  // gives fma_gemm, where the processor runs it. The CNN at batch 1, one thread: see patch_packer.
+  // (detail::patch_packer) instead of im2col + Gemm: f32 on the Eigen backend, chunks of as many
+  // rows as it gives fma_gemm (a shorter last chunk goes there too), where the processor runs it.
   static bool packs_patches(std::int64_t rows) {
     if constexpr (std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
       return rows >= eigen_gemm::fma_gemm_min_rows && detail::fma_gemm::available();

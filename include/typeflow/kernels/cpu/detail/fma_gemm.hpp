@@ -218,9 +218,9 @@ struct fma_gemm {
       std::int64_t q = 0;
       if (height == mr && a.column_stride == 1)
         for (const float* s = a.at(i0 + p, k0); q + 8 <= depth; q += 8) {
-          const float* rows[mr];
-          for (std::int64_t r = 0; r < mr; ++r) rows[r] = s + q + r * a.row_stride;
-          transpose_6x8(rows, out + q * mr);
+          const float* panel_rows[mr];
+          for (std::int64_t r = 0; r < mr; ++r) panel_rows[r] = s + q + r * a.row_stride;
+          transpose_6x8(panel_rows, out + q * mr);
         }
       for (std::int64_t r = 0; r < mr; ++r) {  // the rest along a's rows: contiguous unless a is transposed
         float* o = out + r;

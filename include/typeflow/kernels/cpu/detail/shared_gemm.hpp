@@ -13,7 +13,7 @@
 // gemm_pack_rhs, gebp_kernel: Eigen 3.4's internal API, which its BLAS and products use), in one
 // parallel pass (a second would wake the pool's threads again): each thread takes chunks of b's
 // blocks to pack until none is left, waits for the chunks others took, then computes its range of
-// c's rows. Eigen's OpenMP GEMM shares its packed operand between threads the same way; Eigen is
+// c's rows (for fma_gemm, of b's panels where fma_gemm_split_by_panels says so). Eigen's OpenMP GEMM shares its packed operand between threads the same way; Eigen is
 // built here without OpenMP, and its Tensor contraction on a ThreadPoolDevice, which also shares
 // its packed blocks, allocates its tasks from the heap on every call.
 //
@@ -155,11 +155,11 @@ void gemm_rows(std::int64_t first, std::int64_t last, std::int64_t n, std::int64
   }
 }
 
-// One parallel pass over `parts` ranges of c's m rows (a second would wake the pool's threads
-// again). Each thread that starts
+// One parallel pass over `parts` ranges of m (c's rows, or b's panels) (a second would wake the
+// pool's threads again). Each thread that starts
 //  1. takes chunks of b to pack (pack_chunk(t), t < chunks) until none is left, then waits for the
 //     chunks other threads took, which they are already packing;
-//  2. computes its range of c's rows: rows(first, last).
+//  2. computes its range: rows(first, last).
 // A thread that starts late finds every chunk taken, so no thread waits on one that has not started
 // (the caller alone runs every range when it is itself one of the pool's threads). pack_chunk must
 // not throw: a thread that threw before packing every chunk it took would leave the others waiting.
