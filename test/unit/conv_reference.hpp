@@ -132,13 +132,23 @@ const std::vector<conv_case> conv_cases = {
     {{4, 32, 32, 8}, {1, 1, 8, 4}, {}},
     {{2, 37, 29, 24}, {3, 3, 24, 8}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 0}},
     // f32 patches packed from the image for fma_gemm (16 output pixels or more): 37 channels (four
-    // runs of 8 and 5 left), 333 deep (fma_gemm's depth block of 256 ends inside a tap), 143 pixels
+    // runs of 8 and 5 left), 444 deep (fma_gemm's depth block of 256 ends inside a tap), 143 pixels
     // (the last panel of 6 short); dilated taps of 9 channels in panels inside the image; strided
     // and dilated taps in explicit padding.
-    {{1, 11, 13, 37}, {3, 3, 37, 20}, {.pad = padding::same}},
+    {{1, 11, 13, 37}, {3, 4, 37, 20}, {.pad = padding::same}},
     {{1, 14, 16, 9}, {3, 3, 9, 5}, {.dilation_w = 2}},
     {{2, 13, 11, 12}, {3, 3, 12, 18}, {.stride_h = 2, .stride_w = 2, .pad = padding::explicit_, .dilation_h = 2,
                                        .dilation_w = 2, .pad_top = 2, .pad_bottom = 1, .pad_left = 1, .pad_right = 2}},
+    // f32 NHWC 3x3 of stride 1 with 8 channels or more in and out and 16 output tiles or more:
+    // Winograd (kernels/cpu/detail/winograd.hpp; the NCHW runs take the patches). Odd output sizes
+    // (a tile's second row and column past the image), 8 channels (no channel left after the vectors
+    // of 8, half a panel of 16 outputs), 13 -> 21 (5 left of each), 37 -> 20 in a batch of 2, 260
+    // deep (two depth blocks of fma_gemm), asymmetric explicit pads, and the first case above too.
+    {{1, 9, 11, 8}, {3, 3, 8, 8}, {}},
+    {{2, 10, 12, 13}, {3, 3, 13, 21}, {.pad = padding::same}},
+    {{2, 11, 13, 37}, {3, 3, 37, 20}, {.pad = padding::same}},
+    {{1, 9, 8, 260}, {3, 3, 260, 9}, {.pad = padding::same}},
+    {{3, 15, 14, 16}, {3, 3, 16, 40}, {.pad = padding::explicit_, .pad_top = 0, .pad_bottom = 2, .pad_left = 2, .pad_right = 1}},
 };
 
 template <class T, class Registry = tf::default_registry, class Device>

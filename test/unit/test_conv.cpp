@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <vector>
 
 namespace tf = typeflow;
 using tf::dyn;
@@ -45,6 +47,118 @@ TEMPLATE_LIST_TEST_CASE("conv2d with valid padding skips the image border", "[co
   auto z = tf::test::call<float>(device, tf::ops::conv2d{.stride_h = 2, .stride_w = 2, .pad = padding::same}, *x, *f);
   REQUIRE(z.ok());
   require_close<float>(*z, tf::shape{1, 2, 2, 1}, {45, 39, 66, 50});
+}
+
+// Winograd's F(2x2, 3x3) on its own (kernels/cpu/detail/winograd.hpp): which convolutions it takes,
+// and every output tile, from any first tile, against the direct sum, down to one tile and one pixel.
+TEST_CASE("conv2d: Winograd F(2x2, 3x3) tiles match the direct sum", "[conv][winograd]") {
+  using tf::cpu_kernels::detail::conv_geometry;
+  using tf::cpu_kernels::detail::fma_gemm;
+  using tf::cpu_kernels::detail::winograd_3x3;
+  if (!fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: conv2d takes the patches, and Winograd is not tested");
+    return;
+  }
+  auto geometry = [](std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c_in, std::int64_t c_out,
+                     std::int64_t pad) {
+    conv_geometry g{n, h, w, c_in, 3, 3, c_out, h + 2 * pad - 2, w + 2 * pad - 2, 1, 1, 1, 1, pad, pad};
+    return g;
+  };
+  CHECK(winograd_3x3::applies(geometry(1, 5, 5, 8, 8, 1)));
+  {
+    conv_geometry g = geometry(1, 5, 5, 8, 8, 1);
+    g.stride_w = 2;
+    CHECK(!winograd_3x3::applies(g));
+    g = geometry(1, 5, 5, 8, 8, 1);
+    g.dilation_h = 2;
+    CHECK(!winograd_3x3::applies(g));
+    g = geometry(1, 5, 5, 8, 8, 1);
+    g.kw = 2;
+    CHECK(!winograd_3x3::applies(g));
+    CHECK(!winograd_3x3::applies(geometry(1, 5, 5, 7, 8, 1)));  // too few channels in
+    CHECK(!winograd_3x3::applies(geometry(1, 5, 5, 8, 7, 1)));  // or out
+  }
+  std::uint64_t seed = 500;
+  for (const conv_geometry& g : {geometry(1, 1, 1, 8, 8, 1), geometry(1, 3, 3, 8, 16, 0), geometry(2, 5, 4, 9, 17, 1),
+                                 geometry(1, 12, 7, 24, 33, 1), geometry(3, 6, 9, 16, 8, 0)}) {
+    INFO("[" << g.n << ", " << g.h << ", " << g.w << ", " << g.c_in << "] (*) [3, 3, " << g.c_in << ", " << g.c_out
+             << "], padding " << g.pad_top);
+    const tf::tensor x = random_tensor<float>(tf::shape{g.n, g.h, g.w, g.c_in}, seed++);
+    const tf::tensor f = random_tensor<float>(tf::shape{3, 3, g.c_in, g.c_out}, seed++);
+    const tf::ops::conv2d op{.pad = g.pad_top == 1 ? padding::same : padding::valid};
+    tf::shape expected_shape;
+    const auto expected = reference_conv2d(x.shape(), f, as_doubles<float>(x), as_doubles<float>(f), op, expected_shape);
+    REQUIRE(expected_shape == tf::shape{g.n, g.oh, g.ow, g.c_out});
+    std::vector<float> u(static_cast<std::size_t>(winograd_3x3::packed_filter_size(g)));
+    winograd_3x3::transform_filter(g, f.unchecked_data<const float>(), u.data());
+    const std::int64_t tiles = winograd_3x3::tiles(g);
+    CHECK(tiles == g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2));
+    // All the tiles at once, then in two calls split at every tile.
+    for (std::int64_t split = 0; split < tiles; split += std::max<std::int64_t>(1, tiles / 5)) {
+      INFO("tiles 0.." << split << " and " << split << ".." << tiles);
+      tf::tensor y = *tf::tensor::filled(expected_shape, std::numeric_limits<float>::quiet_NaN());
+      winograd_3x3::compute(g, x.unchecked_data<const float>(), u.data(), 0, split, y.unchecked_data<float>());
+      winograd_3x3::compute(g, x.unchecked_data<const float>(), u.data(), split, tiles, y.unchecked_data<float>());
+      require_close<float>(y, expected_shape, expected, 1e-4);
+    }
+  }
+}
+
+// The conv2d kernel keeps its filter transformed for Winograd where a static session asks it to
+// (kernels/packed_operand.hpp): for the convolutions Winograd takes, and then computes on the kept
+// filter (given another filter of its shape, it still convolves with the kept one), for any number
+// of output tiles; NCHW images and other dtypes are never packed.
+TEMPLATE_LIST_TEST_CASE("conv2d keeps its 3x3 filter transformed and convolves with it", "[conv][winograd]",
+                        tf::test::device_policies) {
+  using kernel = tf::default_registry::kernel<tf::ops::conv2d, TestType, float>;
+  STATIC_REQUIRE(tf::packs_operand<kernel>);
+  STATIC_REQUIRE(!tf::packs_operand<tf::default_registry::kernel<tf::ops::conv2d, TestType, double>>);
+  if (!tf::cpu_kernels::detail::fma_gemm::available()) {
+    WARN("this processor has no AVX2 and FMA: conv2d keeps no filter, and this is not tested");
+    return;
+  }
+  auto device = tf::test::make_device<TestType>();
+  const tf::ops::conv2d same{.pad = padding::same};
+  auto packable = [](const tf::ops::conv2d& op, const tf::shape& x, const tf::shape& f) {
+    const tf::tensor in[] = {random_tensor<float>(x, 1), random_tensor<float>(f, 2)};
+    const bool yes = kernel::packable(op, in);
+    CHECK((kernel::pack(op, in) != nullptr) == yes);
+    return yes;
+  };
+  CHECK(packable(same, {1, 6, 6, 8}, {3, 3, 8, 8}));
+  CHECK(packable({}, {2, 3, 3, 16}, {3, 3, 16, 12}));
+  CHECK(!packable({.format = data_format::nchw}, {1, 8, 6, 6}, {3, 3, 8, 8}));
+  CHECK(!packable({.stride_h = 2, .pad = padding::same}, {1, 6, 6, 8}, {3, 3, 8, 8}));
+  CHECK(!packable({.pad = padding::same, .dilation_w = 2}, {1, 6, 6, 8}, {3, 3, 8, 8}));
+  CHECK(!packable(same, {1, 6, 6, 8}, {3, 2, 8, 8}));
+  CHECK(!packable(same, {1, 6, 6, 4}, {3, 3, 4, 8}));
+
+  const tf::tensor f1 = random_tensor<float>(tf::shape{3, 3, 12, 20}, 4), f2 = random_tensor<float>(tf::shape{3, 3, 12, 20}, 5);
+  const tf::tensor packed_in[] = {random_tensor<float>(tf::shape{1, 4, 4, 12}, 3), f1};
+  const auto form = kernel::pack(same, packed_in);
+  REQUIRE(form != nullptr);
+  // One tile (fewer than a call that transforms its filter takes Winograd for), a few, many.
+  for (const tf::shape& x_shape : {tf::shape{1, 2, 2, 12}, tf::shape{1, 1, 1, 12}, tf::shape{2, 7, 5, 12},
+                                   tf::shape{1, 24, 20, 12}}) {
+    INFO(x_shape.to_string() << " (*) [3, 3, 12, 20]");
+    const tf::tensor x = random_tensor<float>(x_shape, 6);
+    tf::shape expected_shape;
+    const auto expected = reference_conv2d(x_shape, f1, as_doubles<float>(x), as_doubles<float>(f1), same, expected_shape);
+    tf::tensor got = *tf::tensor::filled(expected_shape, std::numeric_limits<float>::quiet_NaN());
+    const tf::tensor in[] = {x, f2};
+    tf::kernel_context<TestType> ctx{device, in, std::span<tf::tensor>(&got, 1)};
+    REQUIRE(kernel::compute_packed(same, ctx, form.get()).ok());
+    require_close<float>(got, expected_shape, expected, 1e-4);
+  }
+  // A filter of another shape than the kept one's: computed as compute does, with that filter.
+  const tf::tensor x = random_tensor<float>(tf::shape{1, 5, 6, 12}, 7), f3 = random_tensor<float>(tf::shape{3, 3, 12, 8}, 8);
+  tf::shape expected_shape;
+  const auto expected = reference_conv2d(x.shape(), f3, as_doubles<float>(x), as_doubles<float>(f3), same, expected_shape);
+  tf::tensor got = *tf::tensor::filled(expected_shape, std::numeric_limits<float>::quiet_NaN());
+  const tf::tensor in[] = {x, f3};
+  tf::kernel_context<TestType> ctx{device, in, std::span<tf::tensor>(&got, 1)};
+  REQUIRE(kernel::compute_packed(same, ctx, form.get()).ok());
+  require_close<float>(got, expected_shape, expected, 1e-4);
 }
 
 namespace {
