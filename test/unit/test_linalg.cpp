@@ -253,6 +253,9 @@ TEST_CASE("fma_gemm matches a reference across its block edges, for operands as 
         check_fma_gemm(13, 70, 513, trans_a, trans_b, pad);   // three depth blocks, the last of one
         check_fma_gemm(1, 5, 9, trans_a, trans_b, pad);
       }
+  // Every row count to 26: on AVX-512, two panels of a at once with 7 to 12 rows, and a panel left
+  // alone to the AVX2 kernel.
+  for (std::int64_t m = 1; m <= 26; ++m) check_fma_gemm(m, 21, 40, false, false, 0);
   check_fma_gemm(288, 130, 256, false, false, 0);  // whole blocks: two row blocks, one depth block
   check_fma_gemm(4, 3, 0, false, false, 0);         // an empty depth: zeros
 }

@@ -19,6 +19,11 @@
 //  - a's rows are packed `mc` at a time (in L2) as panels of 6 rows, each `depth` x 6 (the last
 //    panel padded with zeros);
 //  - loops: depth blocks, row blocks of a, panels of b, panels of a.
+// On processors with AVX-512 (checked at run time too) the micro-kernel takes two panels of a at once:
+// a 12 x 16 block of c in 12 zmm registers, one load of b and 12 broadcasts of a for 12 FMAs a step,
+// the packed layouts unchanged (a panel of a left alone, or a processor without AVX-512, takes the
+// AVX2 one). On a 2-core AVX-512 Xeon, one thread, [144, 256] x [256, 1024] packed: 110 GFLOP/s
+// against 75 for the AVX2 kernel (86 for 6 x 16 on zmm, 86 for 6 x 32, whose two panels of b fill L1).
 // Every matrix is given by strides, (row stride, column stride), so transposed operands and
 // blocks of wider matrices are packed as they lie. c is row-major with `ldc`. An a that is never
 // stored (a convolution's patch rows) is packed by a function of the caller's (gemm_with), and a
@@ -42,9 +47,14 @@
 #define TYPEFLOW_FMA_GEMM 0
 #endif
 #endif
+// -DTYPEFLOW_FMA_GEMM_AVX512=0 leaves every processor on the AVX2 micro-kernel.
+#ifndef TYPEFLOW_FMA_GEMM_AVX512
+#define TYPEFLOW_FMA_GEMM_AVX512 TYPEFLOW_FMA_GEMM
+#endif
 #if TYPEFLOW_FMA_GEMM
 #include <immintrin.h>
 #define TYPEFLOW_FMA_TARGET __attribute__((target("avx2,fma")))
+#define TYPEFLOW_AVX512_TARGET __attribute__((target("avx512f")))
 #endif
 
 namespace typeflow::cpu_kernels::detail {
@@ -70,6 +80,19 @@ struct fma_gemm {
     static const bool yes = [] {
       __builtin_cpu_init();
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }();
+    return yes;
+#else
+    return false;
+#endif
+  }
+
+  // Whether this processor runs the AVX-512 micro-kernel (two panels of a at once), checked once.
+  static bool avx512() noexcept {
+#if TYPEFLOW_FMA_GEMM_AVX512
+    static const bool yes = [] {
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f");
     }();
     return yes;
 #else
@@ -258,15 +281,55 @@ struct fma_gemm {
       }
   }
 
+  // Each panel of b against the panels of a: two at a time on AVX-512 (while more than one is left),
+  // one at a time on AVX2.
   TYPEFLOW_FMA_TARGET static void multiply_panels(const float* packed_a, std::int64_t rows, std::int64_t depth,
                                                   std::int64_t n, const float* packed_block, float* c, std::int64_t ldc,
                                                   bool accumulate) noexcept {
+    const bool wide = avx512();
     for (std::int64_t j = 0; j < panels(n); ++j) {
       const float* panel = packed_block + j * nr * depth;
       const std::int64_t width = std::min(nr, n - j * nr);
-      for (std::int64_t p = 0; p < rows; p += mr)
+      std::int64_t p = 0;
+      if (wide)
+        for (; rows - p > mr; p += 2 * mr)
+          micro_kernel_12(depth, packed_a + p * depth, panel, c + p * ldc + j * nr, ldc, std::min(2 * mr, rows - p),
+                          width, accumulate);
+      for (; p < rows; p += mr)
         micro_kernel(depth, packed_a + p * depth, panel, c + p * ldc + j * nr, ldc, std::min(mr, rows - p), width,
                      accumulate);
+    }
+  }
+
+  // c[0..height, 0..width] (=|+=) two packed a panels (a, then a + mr * depth) x a packed b panel,
+  // over `depth`, height 7 to 12: 12 zmm accumulators, the columns past `width` masked off.
+  TYPEFLOW_AVX512_TARGET static void micro_kernel_12(std::int64_t depth, const float* a, const float* b, float* c,
+                                                     std::int64_t ldc, std::int64_t height, std::int64_t width,
+                                                     bool accumulate) noexcept {
+    const float* a2 = a + mr * depth;
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;
+    for (std::int64_t q = 0; q < depth; ++q, a += mr, a2 += mr, b += nr) {
+      const __m512 x = _mm512_loadu_ps(b);
+      c0 = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), x, c0);
+      c1 = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), x, c1);
+      c2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), x, c2);
+      c3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), x, c3);
+      c4 = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), x, c4);
+      c5 = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), x, c5);
+      d0 = _mm512_fmadd_ps(_mm512_set1_ps(a2[0]), x, d0);
+      d1 = _mm512_fmadd_ps(_mm512_set1_ps(a2[1]), x, d1);
+      d2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[2]), x, d2);
+      d3 = _mm512_fmadd_ps(_mm512_set1_ps(a2[3]), x, d3);
+      d4 = _mm512_fmadd_ps(_mm512_set1_ps(a2[4]), x, d4);
+      d5 = _mm512_fmadd_ps(_mm512_set1_ps(a2[5]), x, d5);
+    }
+    const __m512 acc[2 * mr] = {c0, c1, c2, c3, c4, c5, d0, d1, d2, d3, d4, d5};
+    const __mmask16 columns = static_cast<__mmask16>(width == nr ? 0xFFFF : (1u << width) - 1);
+    for (std::int64_t r = 0; r < height; ++r) {
+      float* row = c + r * ldc;
+      const __m512 sum = accumulate ? _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(columns, row)) : acc[r];
+      _mm512_mask_storeu_ps(row, columns, sum);
     }
   }
 
@@ -325,3 +388,4 @@ struct fma_gemm {
 }  // namespace typeflow::cpu_kernels::detail
 
 #undef TYPEFLOW_FMA_TARGET
+#undef TYPEFLOW_AVX512_TARGET
