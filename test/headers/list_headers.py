@@ -30,7 +30,7 @@ def reaches_eigen(rel, seen):
     seen.add(rel)
     if rel not in includes:
         path = root / rel
-        includes[rel] = include.findall(path.read_text()) if path.is_file() else []
+        includes[rel] = include.findall(path.read_text(encoding="utf-8")) if path.is_file() else []
     return any(name.startswith(eigen_headers) or
                (name.startswith("typeflow/") and reaches_eigen(name, seen)) for name in includes[rel])
 

@@ -128,6 +128,7 @@ const std::vector<conv_case> conv_cases = {
     {{2, 5, 4, 3}, {1, 1, 3, 2}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 0, .pad_right = 2}},
     {{1, 2, 2, 1}, {3, 3, 1, 1}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 0, .pad_left = 0, .pad_right = 1}},
     {{2, 40, 40, 32}, {3, 3, 32, 16}, {.pad = padding::same}},
+    {{2, 40, 40, 32}, {4, 3, 32, 16}, {.pad = padding::same}},  // f32 NHWC patches in five chunks
     {{3, 33, 31, 16}, {3, 3, 16, 8}, {.stride_h = 1, .stride_w = 2}},
     {{4, 32, 32, 8}, {1, 1, 8, 4}, {}},
     {{2, 37, 29, 24}, {3, 3, 24, 8}, {.pad = padding::explicit_, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 0}},

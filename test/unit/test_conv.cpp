@@ -14,6 +14,7 @@
 
 namespace tf = typeflow;
 using tf::dyn;
+using tf::static_shape;
 using tf::ops::padding;
 using tf::test::as_doubles;
 using tf::test::random_tensor;
@@ -159,6 +160,43 @@ TEMPLATE_LIST_TEST_CASE("conv2d keeps its 3x3 filter transformed and convolves w
   tf::kernel_context<TestType> ctx{device, in, std::span<tf::tensor>(&got, 1)};
   REQUIRE(kernel::compute_packed(same, ctx, form.get()).ok());
   require_close<float>(got, expected_shape, expected, 1e-4);
+}
+
+// In a static session a 3x3 filter that is a variable is kept transformed from the second run on its
+// value (derived_forms), used for any batch, an empty one included, and transformed again once the
+// variable is written.
+TEMPLATE_LIST_TEST_CASE("session: a conv2d filter variable is kept transformed until it changes", "[conv][winograd]",
+                        tf::test::device_policies) {
+  auto device = tf::test::make_device<TestType>();
+  constexpr auto x = tf::input<"x", float, static_shape<dyn, 6, 7, 8>>;
+  constexpr auto k = tf::variable<"k", float, static_shape<3, 3, 8, 12>>;
+  constexpr auto y = tf::apply<tf::ops::conv2d{.pad = padding::same}>(x, k);
+  tf::session s(tf::graph(y), device);
+  const bool winograd = tf::cpu_kernels::detail::fma_gemm::available();
+  auto check = [&](const tf::tensor& filter, std::int64_t batch, std::uint64_t seed) {
+    INFO("batch " << batch);
+    const tf::tensor in = random_tensor<float>(tf::shape{batch, 6, 7, 8}, seed);
+    auto r = s.run(tf::feed(x, in), tf::fetch(y));
+    REQUIRE(r.ok());
+    tf::shape expected_shape;
+    const auto expected = reference_conv2d(in.shape(), filter, as_doubles<float>(in), as_doubles<float>(filter),
+                                           {.pad = padding::same}, expected_shape);
+    require_close<float>(std::get<0>(*r).untyped(), expected_shape, expected, 1e-4);
+  };
+  tf::tensor f = random_tensor<float>(tf::shape{3, 3, 8, 12}, 1);
+  REQUIRE(s.initialize(k, f).ok());
+  check(f, 2, 2);
+  CHECK(s.derived_forms() == 0);
+  for (const std::int64_t batch : {2, 1, 0, 3}) {
+    check(f, batch, 3 + static_cast<std::uint64_t>(batch));
+    CHECK(s.derived_forms() == (winograd ? 1u : 0u));
+  }
+  f = random_tensor<float>(tf::shape{3, 3, 8, 12}, 9);
+  REQUIRE(s.initialize(k, f).ok());
+  CHECK(s.derived_forms() == 0);
+  check(f, 0, 10);
+  check(f, 2, 11);
+  CHECK(s.derived_forms() == (winograd ? 1u : 0u));
 }
 
 namespace {

@@ -6,7 +6,8 @@
 // (runtime/variable_store.hpp) and runs K::compute_packed(op, ctx, form) instead of compute while
 // the value stays the same; a new value (session::initialize, an assign) packs again. pack gives
 // nullptr when it cannot (memory): compute then runs. matmul's Eigen kernel keeps its b packed for
-// its GEMM (kernels/cpu/linalg.hpp): what ONNX Runtime does to its constant weights once per session.
+// its GEMM (kernels/cpu/linalg.hpp): what ONNX Runtime does to its constant weights once per session;
+// conv2d's keeps a 3x3 filter transformed for Winograd (kernels/cpu/conv2d.hpp).
 #pragma once
 
 #include <typeflow/fwd.hpp>

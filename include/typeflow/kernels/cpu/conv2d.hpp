@@ -45,8 +45,9 @@ struct basic_im2col_conv2d_kernel {
   // Bytes of patch matrix per chunk. Small enough to stay in a core's L2 between im2col writing
   // it and the GEMM reading it, large enough that each GEMM has a few hundred rows (where fma_gemm
   // packs the patches from the image there is no patch matrix; the chunks stay as sized). Measured on
-  // 3x3 64->64 f32 (benchmarks/bench_kernels.cpp, -O3 -march=native, AVX-512 Xeon): 1 MiB is 5%
-  // (1x56x56) and 15% (32x28x28) faster than 8 MiB, and 3-7% faster than 256 KiB.
+  // 3x3 64->64 f32 through im2col, before Winograd took that shape (benchmarks/bench_kernels.cpp, -O3
+  // -march=native, AVX-512 Xeon): 1 MiB is 5% (1x56x56) and 15% (32x28x28) faster than 8 MiB, and
+  // 3-7% faster than 256 KiB.
   static constexpr std::int64_t chunk_bytes = std::int64_t{1} << 20;
 
   static status compute(const Op& op, kernel_context<Device>& ctx) {
@@ -191,6 +192,7 @@ struct basic_im2col_conv2d_kernel {
                        kernel_context<Device>& ctx) {
     using detail::winograd_3x3;
     const std::int64_t tiles = winograd_3x3::tiles(g), threads = std::max(1, ctx.device.num_threads());
+    if (tiles == 0) return;  // an empty image (compute_packed does not return before, as compute does)
     std::int64_t parts = (tiles + winograd_3x3::block_tiles(g) - 1) / winograd_3x3::block_tiles(g);
     parts = std::min(tiles, (parts + threads - 1) / threads * threads);
     const std::int64_t per_part = (tiles + parts - 1) / parts;
@@ -272,7 +274,8 @@ struct basic_im2col_conv2d_kernel {
 };
 
 // The default kernel: conv2d on the Eigen backend (f32 on fma_gemm where the processor has AVX2 and
-// FMA: each chunk's patches are 16 rows or more unless the image is smaller).
+// FMA: each chunk's patches are 16 rows or more unless the image is smaller, and NHWC 3x3 convolutions
+// of stride 1 by Winograd where they have 8 channels or more in and out).
 template <class Op, class Device, class T>
 struct im2col_conv2d_kernel : basic_im2col_conv2d_kernel<Op, Device, T, eigen_gemm> {};
 

@@ -47,7 +47,8 @@
 #define TYPEFLOW_FMA_GEMM 0
 #endif
 #endif
-// -DTYPEFLOW_FMA_GEMM_AVX512=0 leaves every processor on the AVX2 micro-kernel.
+// -DTYPEFLOW_FMA_GEMM_AVX512=0 leaves every processor on the AVX2 micro-kernel (the same in every unit
+// of a program; without TYPEFLOW_FMA_GEMM it is off).
 #ifndef TYPEFLOW_FMA_GEMM_AVX512
 #define TYPEFLOW_FMA_GEMM_AVX512 TYPEFLOW_FMA_GEMM
 #endif
@@ -67,7 +68,7 @@ struct strided_matrix {
 };
 
 struct fma_gemm {
-  static constexpr std::int64_t mr = 6, nr = 16;  // the micro-kernel's block of c
+  static constexpr std::int64_t mr = 6, nr = 16;  // a panel of a's rows, of b's columns (the AVX2 kernel's block of c)
   // Depth per block: a panel of b (kc x 16 floats, 16 KiB) stays in L1 while the row panels of a
   // pass. Rows of a per block: mc x kc floats (144 KiB) stay in L2. Measured on [64, 1024] x [1024,
   // 1024], [64, 784] x [784, 1024], [784, 288] x [288, 64] and [196, 576] x [576, 64] against kc of
@@ -89,7 +90,7 @@ struct fma_gemm {
 
   // Whether this processor runs the AVX-512 micro-kernel (two panels of a at once), checked once.
   static bool avx512() noexcept {
-#if TYPEFLOW_FMA_GEMM_AVX512
+#if TYPEFLOW_FMA_GEMM && TYPEFLOW_FMA_GEMM_AVX512
     static const bool yes = [] {
       __builtin_cpu_init();
       return __builtin_cpu_supports("avx512f");

@@ -2,14 +2,16 @@
 // Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
 // Networks", CVPR 2016) for f32 NHWC 3x3 convolutions of stride 1 without dilation, on fma_gemm.
 //
-// Each 2x2 tile of output pixels is Y = A^T [U ⊙ V] A, where V = B^T d B is the 4x4 window of input
+// Each 2x2 tile of output pixels is Y = A^T [U . V] A (. element by element), where V = B^T d B is the 4x4 window of input
 // pixels d the tile reads, transformed, and U = G f G^T the 3x3 filter f, transformed once a call. Over
 // channels the element-wise product is a sum, so each of the 16 positions of the 4x4 transform is one
 // product: M_p [tiles, c_out] = V_p [tiles, c_in] x U_p [c_in, c_out]. A tile costs 16 c_in c_out
 // multiply-adds against 36 for the four pixels directly (2.25x fewer), plus the transforms, which are
 // additions over c_in and c_out values (and a halving of the filter's).
-// The transforms' coefficients are 0, ±1 and ±1/2, so the result differs from the direct sum by a few
-// roundings: within 1e-5 relative of a double reference on the CNN's convolutions (test_conv).
+// The transforms' coefficients are 0, +-1 and +-1/2, so the result differs from the direct sum by a
+// few roundings: 6e-6 to 1e-5 from a double reference on outputs up to 30 for the CNN's convolutions'
+// shapes (measured; test_conv checks 1e-4 relative). A non-finite input stays in the outputs whose
+// windows hold it, but one may be NaN where the direct sum gives an infinity (the transforms subtract).
 //
 // Tiles are taken in blocks of block_tiles(): the block's V (16 matrices of [tiles, c_in]) and M
 // ([tiles, c_out]) stay in L2 between the transforms and the products; threads split the blocks.
@@ -57,8 +59,9 @@ struct winograd_3x3 {
   static std::int64_t tiles_w(const conv_geometry& g) noexcept { return (g.ow + 1) / 2; }
   // Output tiles of the whole batch, flat over [n, tiles_h, tiles_w].
   static std::int64_t tiles(const conv_geometry& g) noexcept { return g.n * tiles_h(g) * tiles_w(g); }
-  // Tiles a block: its V and M (16 x tiles x (c_in + c_out) floats) in at most 256 KiB, whole panels of
-  // fma_gemm's 6 rows, at least one panel and at most one of fma_gemm's row blocks.
+  // Tiles a block: its V and M (16 x tiles x (c_in + c_out) floats) in 256 KiB, whole panels of
+  // fma_gemm's 6 rows, at least one panel (more than 256 KiB past 682 channels in and out together)
+  // and at most one of fma_gemm's row blocks.
   static std::int64_t block_tiles(const conv_geometry& g) noexcept {
     const std::int64_t fit = (std::int64_t{256} << 10) / (positions * (g.c_in + g.c_out) * 4);
     return std::clamp<std::int64_t>(fit / fma_gemm::mr * fma_gemm::mr, fma_gemm::mr, fma_gemm::mc);
