@@ -64,8 +64,8 @@ struct basic_im2col_conv2d_kernel {
     }
     const T* in = x.unchecked_data<const T>();
     if (op.format == ops::data_format::nchw) return compute_nchw(g, in, f.unchecked_data<const T>(), out, ctx);
-    if (uses_winograd(g, nullptr)) {
-      if constexpr (std::is_same_v<T, float>) {
+    if constexpr (has_winograd) {
+      if (detail::winograd_3x3::applies(g) && detail::winograd_3x3::tiles(g) >= min_winograd_tiles) {
         const scratch_buffer<float> u(static_cast<std::size_t>(detail::winograd_3x3::packed_filter_size(g)));
         detail::winograd_3x3::transform_filter(g, f.unchecked_data<const T>(), u.data());
         winograd(g, in, u.data(), out, ctx);
@@ -85,15 +85,9 @@ struct basic_im2col_conv2d_kernel {
       return checked(failed, x, f);
     }
 
-    // Chunks of output rows: at most chunk_bytes of patches each, and a multiple of the thread
-    // count so that every thread gets the same share.
-    const std::int64_t threads = std::max(1, ctx.device.num_threads());
+    // Chunks of output rows: at most chunk_bytes of patches each.
     const std::int64_t bytes_per_row = k * static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t max_rows = std::max<std::int64_t>(1, chunk_bytes / bytes_per_row);
-    std::int64_t chunks = (rows + max_rows - 1) / max_rows;
-    chunks = std::min(rows, (chunks + threads - 1) / threads * threads);
-    const std::int64_t chunk_rows = (rows + chunks - 1) / chunks;
-    chunks = (rows + chunk_rows - 1) / chunk_rows;
+    const auto [chunks, chunk_rows] = even_parts(rows, std::max<std::int64_t>(1, chunk_bytes / bytes_per_row), ctx);
 
     ctx.device.parallel_for(chunks, row_cost * static_cast<double>(chunk_rows),
                             [&](std::int64_t first, std::int64_t last) {
@@ -123,8 +117,9 @@ struct basic_im2col_conv2d_kernel {
   // where it is a variable: f32 NHWC 3x3 convolutions of stride 1 without dilation, of 8 channels or
   // more in and out, on the Eigen backend where the processor runs fma_gemm.
   static constexpr std::size_t packed_input = 1;
+  static constexpr bool has_winograd = std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>;
   static bool packable(const Op& op, std::span<const tensor> inputs)
-    requires(std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
+    requires has_winograd
   {
     const tensor& f = inputs[1];
     return op.format == ops::data_format::nhwc && f.rank() == 4 && inputs[0].rank() == 4 &&
@@ -132,7 +127,7 @@ struct basic_im2col_conv2d_kernel {
   }
   // The transformed filter (nullptr when memory is short).
   static std::shared_ptr<const void> pack(const Op& op, std::span<const tensor> inputs)
-    requires(std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
+    requires has_winograd
   {
     if (!packable(op, inputs)) return nullptr;
     try {
@@ -146,7 +141,7 @@ struct basic_im2col_conv2d_kernel {
     }
   }
   static status compute_packed(const Op& op, kernel_context<Device>& ctx, const void* form)
-    requires(std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
+    requires has_winograd
   {
     const auto& filter = *static_cast<const winograd_filter*>(form);
     const tensor& x = ctx.inputs[0];
@@ -155,9 +150,8 @@ struct basic_im2col_conv2d_kernel {
     // as compute does.
     if (!packable(op, ctx.inputs) || ctx.inputs[1].dim(2) != filter.c_in || ctx.inputs[1].dim(3) != filter.c_out)
       return compute(op, ctx);
-    const auto g = detail::conv_geometry::of(op, x, ctx.inputs[1], y);
-    if (!uses_winograd(g, &filter)) return compute(op, ctx);
-    winograd(g, x.unchecked_data<const float>(), filter.packed.data(), y.unchecked_data<float>(), ctx);
+    // packable is Winograd's condition on the filter, and a kept filter is used for any tile count.
+    winograd(detail::conv_geometry::of(op, x, ctx.inputs[1], y), x.unchecked_data<const float>(), filter.packed.data(), y.unchecked_data<float>(), ctx);
     return ok_status();
   }
 
@@ -175,28 +169,30 @@ struct basic_im2col_conv2d_kernel {
     return g;
   }
 
-  // Whether an NHWC convolution runs Winograd: f32 on the Eigen backend where it applies, with at
-  // least min_winograd_tiles output tiles when the filter is transformed in this call (kept: any).
+  // Output tiles a call that transforms its filter needs for Winograd (a kept filter: any).
   static constexpr std::int64_t min_winograd_tiles = 16;
-  static bool uses_winograd(const detail::conv_geometry& g, const void* kept) {
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<Gemm, eigen_gemm>)
-      return detail::winograd_3x3::applies(g) &&
-             (kept != nullptr || detail::winograd_3x3::tiles(g) >= min_winograd_tiles);
-    return false;
+
+  // `count` items (at least one) in parts of at most `most`, as many parts as a multiple of the
+  // policy's thread count, so that every thread gets the same share, where there are items enough.
+  struct parts_of {
+    std::int64_t parts, per_part;
+  };
+  static parts_of even_parts(std::int64_t count, std::int64_t most, kernel_context<Device>& ctx) {
+    const std::int64_t threads = std::max(1, ctx.device.num_threads());
+    std::int64_t parts = (count + most - 1) / most;
+    parts = std::min(count, (parts + threads - 1) / threads * threads);
+    const std::int64_t per_part = (count + parts - 1) / parts;
+    return {(count + per_part - 1) / per_part, per_part};
   }
 
   // y = x (*) the transformed filter u, the output tiles split over the policy's threads in parts of
-  // at most a block each (detail::winograd_3x3::block_tiles), as many parts as a multiple of the
-  // thread count.
+  // at most a block each (detail::winograd_3x3::block_tiles).
   static void winograd(const detail::conv_geometry& g, const float* x, const float* u, float* y,
                        kernel_context<Device>& ctx) {
     using detail::winograd_3x3;
-    const std::int64_t tiles = winograd_3x3::tiles(g), threads = std::max(1, ctx.device.num_threads());
+    const std::int64_t tiles = winograd_3x3::tiles(g);
     if (tiles == 0) return;  // an empty image (compute_packed does not return before, as compute does)
-    std::int64_t parts = (tiles + winograd_3x3::block_tiles(g) - 1) / winograd_3x3::block_tiles(g);
-    parts = std::min(tiles, (parts + threads - 1) / threads * threads);
-    const std::int64_t per_part = (tiles + parts - 1) / parts;
-    parts = (tiles + per_part - 1) / per_part;
+    const auto [parts, per_part] = even_parts(tiles, winograd_3x3::block_tiles(g), ctx);
     ctx.device.parallel_for(parts, winograd_3x3::tile_cost(g) * static_cast<double>(per_part),
                             [&](std::int64_t first, std::int64_t last) {
       winograd_3x3::compute(g, x, u, first * per_part, std::min(tiles, last * per_part), y);

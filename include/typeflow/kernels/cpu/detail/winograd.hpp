@@ -91,27 +91,17 @@ struct winograd_3x3 {
         alignas(32) float f[9][nr] = {}, u[positions][nr];
         TYPEFLOW_WINOGRAD_UNROLL
         for (int i = 0; i < 9; ++i) std::copy_n(filter + i * plane + c * c_out + k0, width, f[i]);
+#if TYPEFLOW_FMA_GEMM  // (without it applies() is false and nothing calls this)
         TYPEFLOW_WINOGRAD_UNROLL
         for (int half = 0; half < 2; ++half) {
-#if TYPEFLOW_FMA_GEMM
           __m256 a[3][3], b[4][4];
           TYPEFLOW_WINOGRAD_UNROLL
           for (int i = 0; i < 9; ++i) a[i / 3][i % 3] = _mm256_load_ps(f[i] + half * 8);
           filter_window(a, b);
           TYPEFLOW_WINOGRAD_UNROLL
           for (int p = 0; p < positions; ++p) _mm256_store_ps(u[p] + half * 8, b[p / 4][p % 4]);
-#else
-          TYPEFLOW_WINOGRAD_UNROLL
-          for (int q = half * 8; q < half * 8 + 8; ++q) {
-            float a[3][3], b[4][4];
-            TYPEFLOW_WINOGRAD_UNROLL
-            for (int i = 0; i < 9; ++i) a[i / 3][i % 3] = f[i][q];
-            filter_window(a, b);
-            TYPEFLOW_WINOGRAD_UNROLL
-            for (int p = 0; p < positions; ++p) u[p][q] = b[p / 4][p % 4];
-          }
-#endif
         }
+#endif
         const std::int64_t row = fma_gemm::panel_offset(c_in, c_out, c / fma_gemm::kc * fma_gemm::kc, j) +
                                   c % fma_gemm::kc * nr;
         for (std::int64_t p = 0; p < positions; ++p) std::copy_n(u[p], nr, packed + p * stride + row);
