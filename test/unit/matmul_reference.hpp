@@ -107,6 +107,10 @@ const std::vector<matmul_case> matmul_cases = {
     {{2}, {2}, 5, 7, 200},
     {{3}, {}, 5, 7, 200},
     {{3}, {3}, 2, 9, 150},  // too few rows in all to split
+    // One row against a wide b: a matrix-vector product, split by columns on two threads (f32 and
+    // f64: each block Eigen's matrix-vector product on b's rows where they lie); batched, b's too.
+    {{}, {}, 1, 300, 1000},
+    {{2}, {2}, 1, 257, 600},
 };
 
 // |error| of a k-term dot product grows with k; the tolerance is the dtype's per-element one

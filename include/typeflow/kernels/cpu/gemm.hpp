@@ -19,7 +19,10 @@
 // product over threads when it has few rows) is first copied into rows of its own length, from the
 // scratch cache too, and so is the output: the copies cost O(rows x columns) against the product's
 // O(rows x columns x depth). Eigen's matrix product on strided maps, which needs no copy, takes its
-// blocking buffers from the heap on every call, and is a second GEBP instantiation per dtype.
+// blocking buffers from the heap on every call, and is a second GEBP instantiation per dtype. The
+// exception is one row of f32 or f64 against a block of b's columns: a matrix-vector product, where
+// the copy would cost as much as the product, and Eigen's (on strided maps) takes nothing from the
+// heap.
 // oneDNN's sgemm is the optional backend of kernels/onednn/.
 #pragma once
 
@@ -49,6 +52,17 @@ struct eigen_gemm {
         detail::fma_gemm::gemm(trans_a ? detail::strided_matrix{a, 1, lda} : detail::strided_matrix{a, lda, 1},
                                trans_b ? detail::strided_matrix{b, 1, ldb} : detail::strided_matrix{b, ldb, 1}, m, n, k, c,
                                ldc);
+        return true;
+      }
+    }
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // One row of a against a block of b's columns (matmul splitting a matrix-vector product over
+      // threads): Eigen's matrix-vector product reads b's rows where they lie, no copy and no heap.
+      if (m == 1 && !trans_a && !trans_b && ldb != n) {
+        using rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        using row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+        Eigen::Map<row>(c, n).noalias() =
+            Eigen::Map<const row>(a, k) * Eigen::Map<const rows, 0, Eigen::OuterStride<>>(b, k, n, Eigen::OuterStride<>(ldb));
         return true;
       }
     }

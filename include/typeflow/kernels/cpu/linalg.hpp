@@ -150,13 +150,23 @@ struct basic_matmul_kernel {
   // one GEMM per batch it touches (one GEMM when a's batches stack against one matrix b); with fewer
   // than min_rows_per_thread rows a thread, the columns are split instead (every block then reads
   // all of a's rows and its own columns of b); with fewer than min_rows_to_split rows in all,
-  // nothing is split. False when the backend failed on a block.
-  // Measured with oneDNN on [m, 784] x [784, 1024], 2 threads against 1: m = 1 and 4 are 1.5x and
-  // 1.3x slower split by columns (a product this thin reads b once, at memory speed, either way),
-  // m = 16 is 1.5x faster.
+  // nothing is split but a matrix-vector product (splits_vector). False when the backend failed on a
+  // block.
+  // Measured with oneDNN on [m, 784] x [784, 1024], 2 threads against 1 (2-core AMD EPYC): m = 1
+  // and 4 are 1.5x and 1.3x slower split by columns (a product this thin reads b once, at memory
+  // speed, either way), m = 16 is 1.5x faster.
+  // The exception is a matrix-vector product (one row of a, neither operand transposed) of f32 or f64
+  // on the Eigen backend: its
+  // column blocks are Eigen's matrix-vector products on b's rows where they lie (eigen_gemm), and a
+  // second core adds memory bandwidth. On a 2-core Xeon (Cascade Lake), [1, 1024] x [1024, 1024]
+  // with b from L3, two threads against one: 89-93 against 127-133 us.
   static constexpr std::int64_t min_rows_per_thread = 32;
   static constexpr std::int64_t min_columns_per_block = 64;
   static constexpr std::int64_t min_rows_to_split = 8;
+  static constexpr bool splits_vector(const Op& op, std::int64_t m) {
+    return std::is_same_v<Gemm, eigen_gemm> && detail::shared_gemm_dtype<T> && m == 1 && !op.transpose_a &&
+           !op.transpose_b;
+  }
 
   static bool batched_gemm(const Op& op, Device& device, const tensor& a, const tensor& b, tensor& c, std::int64_t m,
                            std::int64_t n, std::int64_t k) {
@@ -180,13 +190,15 @@ struct basic_matmul_kernel {
       return Gemm::run(op.transpose_a, op.transpose_b, count, width, k, ap, op.transpose_a ? m : k, bp,
                        op.transpose_b ? k : n, c_data + (batch * m + r0) * n + j0, n);
     };
-    if (rows < min_rows_to_split) {
+    const bool split_columns = threads > 1 && n >= 2 * min_columns_per_block &&
+                               (rows >= min_rows_to_split ? rows < threads * min_rows_per_thread : splits_vector(op, m));
+    if (rows < min_rows_to_split && !split_columns) {
       for (std::int64_t batch = 0; batch < rows / m; ++batch)
         if (!block(batch, 0, m, 0, n)) return false;
       return true;
     }
     std::atomic<bool> failed{false};
-    if (threads > 1 && rows < threads * min_rows_per_thread && n >= 2 * min_columns_per_block) {
+    if (split_columns) {
       // Column blocks of every batch: [batch][block].
       const std::int64_t per_batch = std::clamp<std::int64_t>(n / min_columns_per_block, 1, threads);
       const std::int64_t width = (n + per_batch - 1) / per_batch;
