@@ -29,36 +29,76 @@
 
 namespace typeflow {
 
-template <class Policy, class OutMap, class Expr>
-void parallel_assign(const Policy& policy, OutMap&& out, const Expr& expr) {
+namespace detail {
+
+// out = expr as Eigen evaluates it on DefaultDevice: the evaluator and the loop over a range.
+template <class OutMap, class Expr>
+struct assignment {
   using out_type = std::remove_cvref_t<OutMap>;
   using assign_type = const Eigen::TensorAssignOp<out_type, const Expr>;
   using evaluator_type = Eigen::TensorEvaluator<assign_type, Eigen::DefaultDevice>;
-  constexpr bool vectorized = Eigen::internal::IsVectorizable<Eigen::DefaultDevice, assign_type>::value;
+  static constexpr bool vectorized = Eigen::internal::IsVectorizable<Eigen::DefaultDevice, assign_type>::value;
   using range = Eigen::internal::EvalRange<evaluator_type, Eigen::Index, vectorized>;
-  // Indices a unit of the split covers: four packets (EvalRange's unrolled step), or one.
-  constexpr Eigen::Index unit = [] {
+  // Indices a unit of a split covers: four packets (EvalRange's unrolled step), or one.
+  static constexpr Eigen::Index unit = [] {
     if constexpr (vectorized)
       return Eigen::Index{4 * evaluator_type::PacketSize};
     else return Eigen::Index{1};
   }();
 
-  out_type target = out;
-  const assign_type assign(target, expr);
-  const Eigen::DefaultDevice device;
-  evaluator_type evaluator(assign, device);
-  if (evaluator.evalSubExprsIfNeeded(nullptr)) {
-    const Eigen::Index size = Eigen::internal::array_prod(evaluator.dimensions());
-    // Cycles a unit, with Eigen's cost model's prices of a load, a store and an operation.
-    constexpr double memory_cycles = 11.0 / 64;
-    const double cycles = evaluator.costPerCoeff(vectorized).total_cost(memory_cycles, memory_cycles, 1.0) *
-                          static_cast<double>(unit);
-    policy.parallel_for((size + unit - 1) / unit, cycles, [&](std::int64_t first, std::int64_t last) {
-      range::run(&evaluator, static_cast<Eigen::Index>(first) * unit,
-                 std::min(static_cast<Eigen::Index>(last) * unit, size));
-    });
+  out_type target;
+  assign_type assign;
+  Eigen::DefaultDevice device;
+  evaluator_type evaluator;
+
+  assignment(const OutMap& out, const Expr& expr) : target(out), assign(target, expr), evaluator(assign, device) {}
+  assignment(const assignment&) = delete;
+  assignment& operator=(const assignment&) = delete;
+
+  // Runs f(evaluator, size) between Eigen's set-up and clean-up of the expression's operands.
+  template <class F>
+  void run(F&& f) {
+    if (evaluator.evalSubExprsIfNeeded(nullptr)) f(evaluator, Eigen::internal::array_prod(evaluator.dimensions()));
+    evaluator.cleanup();
   }
-  evaluator.cleanup();
+  // Cycles a unit, with Eigen's cost model's prices of a load, a store and an operation.
+  double unit_cycles() const {
+    constexpr double memory_cycles = 11.0 / 64;
+    return evaluator.costPerCoeff(vectorized).total_cost(memory_cycles, memory_cycles, 1.0) * static_cast<double>(unit);
+  }
+};
+
+}  // namespace detail
+
+template <class Policy, class OutMap, class Expr>
+void parallel_assign(const Policy& policy, OutMap&& out, const Expr& expr) {
+  using assignment = detail::assignment<OutMap, Expr>;
+  assignment a(out, expr);
+  a.run([&](typename assignment::evaluator_type& evaluator, Eigen::Index size) {
+    constexpr Eigen::Index unit = assignment::unit;
+    policy.parallel_for((size + unit - 1) / unit, a.unit_cycles(), [&](std::int64_t first, std::int64_t last) {
+      assignment::range::run(&evaluator, static_cast<Eigen::Index>(first) * unit,
+                             std::min(static_cast<Eigen::Index>(last) * unit, size));
+    });
+  });
+}
+
+// out[first, last) = expr[first, last), on the calling thread: the loop parallel_assign splits, for a
+// caller that splits the work its own way (the fused kernel's rows). Not for a plain copy (expr a
+// map), which Eigen's evaluator does whole, whatever the range.
+template <class OutMap, class Expr>
+void assign_range(OutMap&& out, const Expr& expr, Eigen::Index first, Eigen::Index last) {
+  using assignment = detail::assignment<OutMap, Expr>;
+  assignment a(out, expr);
+  a.run([&](typename assignment::evaluator_type& evaluator, Eigen::Index) { assignment::range::run(&evaluator, first, last); });
+}
+
+// Cycles a coefficient of out = expr costs, by Eigen's cost model (parallel_for's unit of work).
+template <class OutMap, class Expr>
+double assign_cycles(OutMap&& out, const Expr& expr) {
+  using assignment = detail::assignment<OutMap, Expr>;
+  const assignment a(out, expr);
+  return a.unit_cycles() / static_cast<double>(assignment::unit);
 }
 
 // Cycles per byte copied, for parallel_for's cost model: memcpy moves several bytes per cycle.
