@@ -138,6 +138,14 @@ const std::vector<conv_case> conv_cases = {
     // and dilated taps in explicit padding.
     {{1, 11, 13, 37}, {3, 4, 37, 20}, {.pad = padding::same}},
     {{1, 14, 16, 9}, {3, 3, 9, 5}, {.dilation_w = 2}},
+    // Runs of a filter row's taps shorter than 8 (channels x filter width), packed element by element:
+    // the CNN's first layer (one channel, in a batch of 2); 3 channels 258 deep, whose second depth
+    // block starts inside a tap (256 = 85 taps and a channel); 2 channels with strides, a dilation and
+    // explicit pads.
+    {{2, 28, 28, 1}, {3, 3, 1, 32}, {.pad = padding::same}},
+    {{1, 50, 9, 3}, {43, 2, 3, 4}, {}},
+    {{1, 13, 12, 2}, {3, 3, 2, 5}, {.stride_h = 2, .pad = padding::explicit_, .dilation_w = 2, .pad_top = 1,
+                                    .pad_bottom = 2, .pad_left = 2, .pad_right = 0}},
     {{2, 13, 11, 12}, {3, 3, 12, 18}, {.stride_h = 2, .stride_w = 2, .pad = padding::explicit_, .dilation_h = 2,
                                        .dilation_w = 2, .pad_top = 2, .pad_bottom = 1, .pad_left = 1, .pad_right = 2}},
     // f32 NHWC 3x3 of stride 1 with 8 channels or more in and out and 16 output tiles or more:

@@ -254,8 +254,10 @@ TEST_CASE("fma_gemm matches a reference across its block edges, for operands as 
         check_fma_gemm(1, 5, 9, trans_a, trans_b, pad);
       }
   // Every row count to 26: on AVX-512, two panels of a at once with 7 to 12 rows, and a panel left
-  // alone to the AVX2 kernel.
-  for (std::int64_t m = 1; m <= 26; ++m) check_fma_gemm(m, 21, 40, false, false, 0);
+  // alone (micro_kernel_6, whose depth goes two steps at a time: even and odd depths); on AVX2, one
+  // panel at a time.
+  for (std::int64_t m = 1; m <= 26; ++m)
+    for (const std::int64_t k : {1, 40, 41}) check_fma_gemm(m, 21, k, false, false, 0);
   check_fma_gemm(288, 130, 256, false, false, 0);  // whole blocks: two row blocks, one depth block
   check_fma_gemm(4, 3, 0, false, false, 0);         // an empty depth: zeros
 }

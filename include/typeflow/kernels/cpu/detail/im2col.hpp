@@ -126,6 +126,24 @@ struct patch_packer {
         }
       }
       std::int64_t di = first_tap / g.kw, dj = first_tap % g.kw, c = first_channel;
+      if (g.c_in * g.kw < 8) {
+        // Runs of a filter row's taps shorter than a transpose (the CNN's first layer: one channel,
+        // runs of 3): element by element, with no call per tap. Through the runs below, the first
+        // layer's packing took as long as its product.
+        for (std::int64_t q = 0; q < depth; ++q) {
+          for (std::int64_t r = 0; r < mr; ++r) {
+            const std::int64_t iy = top[r] + di * g.dilation_h, ix = left[r] + dj * g.dilation_w;
+            out[q * mr + r] = images[r] >= 0 && iy >= 0 && iy < g.h && ix >= 0 && ix < g.w
+                                  ? x[((images[r] * g.h + iy) * g.w + ix) * g.c_in + c]
+                                  : 0.0f;
+          }
+          if (++c == g.c_in) {
+            c = 0;
+            if (++dj == g.kw) dj = 0, ++di;
+          }
+        }
+        continue;
+      }
       if (inside(images, top, left)) {
         // Every tap in the image: no checks, and a filter row's taps, undilated, are one run.
         const float* base[mr];
