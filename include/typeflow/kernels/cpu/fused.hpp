@@ -92,7 +92,9 @@ struct fused_elementwise_kernel {
   static constexpr std::size_t leaves = fused::leaf_count<tree>;
   // A tree that is one leaf would be a copy, which Eigen's evaluator does whole before its loop over a
   // range (assign_range); the graph fuses only ops.
-  static_assert(tree::size > 0, "fused_elementwise: the tree must hold at least one op");
+  static_assert(tree::size > 0,
+                "typeflow: fused_elementwise<Tree> needs at least one op in Tree; a tree that is a bare leaf or "
+                "constant is a copy: use the input itself (static graphs make fused groups of ops only)");
 
   static status compute(const Op&, kernel_context<Device>& ctx) {
     const tensor& y = ctx.outputs[0];
