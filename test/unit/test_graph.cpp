@@ -457,6 +457,118 @@ TEST_CASE("session: a kernel's error names the node") {
                 "node 2 (div): div: division by zero in input 1");
 }
 
+namespace {
+
+// Small elementwise nodes of one static shape: binary, unary and (fused) a group, in f32 and i32.
+constexpr auto ea = tf::input<"ea", float, static_shape<5>>;
+constexpr auto eb = tf::input<"eb", float, static_shape<5>>;
+constexpr auto e_sum = ea + eb;
+constexpr auto e_out = tf::exp(tf::maximum(e_sum * ea, eb) - ea / eb) + tf::neg(e_sum);
+using small_graph = decltype(tf::graph(e_out));
+constexpr auto ia = tf::input<"ia", std::int32_t, static_shape<2, 3>>;
+constexpr auto ib = tf::input<"ib", std::int32_t, static_shape<2, 3>>;
+constexpr auto i_quotient = (ia * ib) / ib;  // an intermediate: in the arena
+constexpr auto i_out = tf::abs(i_quotient - ia) + ib;
+using int_graph = decltype(tf::graph(i_out));
+// One element each, in shapes [1] and []: element for element all the same.
+constexpr auto one = tf::input<"one", float, static_shape<1>>;
+constexpr auto one_out = tf::relu(one * 3.0_c) + one;
+// One input broadcasts: not one shape.
+constexpr auto row = tf::input<"row", float, static_shape<3>>;
+constexpr auto broadcast_out = tf::relu(tf::input<"m", float, static_shape<2, 3>> + row) * 2.0_c;
+
+// The op and fused steps of a plan whose kernels may run on bare data (elementwise_data_kernel).
+template <class Executor>
+std::size_t bare_data_steps() {
+  std::size_t n = 0;
+  for (const auto& info : Executor::infos) n += info.elementwise_elements != 0;
+  return n;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run their kernels on bare data",
+                   "[session][elementwise]", std::false_type, std::true_type) {
+  constexpr bool fuse = TestType::value;
+  using plan = tf::static_plan<small_graph, fuse, small_graph::position<decltype(e_out)>()>;
+  using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
+  using through_tensors = tf::static_executor<plan, tf::cpu, tf::default_registry, false>;  // no arena
+  // Unfused: add, mul, max, div, sub, exp, neg (the last add is fetched, so not in the arena).
+  // Fused: the group below the fetched add.
+  CHECK(bare_data_steps<bare>() == (fuse ? 1 : 7));
+  CHECK(bare_data_steps<through_tensors>() == 0);
+  for (const auto& info : bare::infos)
+    if (info.elementwise_elements != 0) CHECK(info.elementwise_elements == 5);
+
+  tf::cpu device;
+  typename bare::state s;
+  typename through_tensors::state r;
+  for (std::uint64_t seed : {1, 2, 3}) {
+    const tf::tensor at = random_tensor<float>(tf::shape{5}, seed);
+    const tf::tensor bt = random_tensor<float>(tf::shape{5}, seed + 10, 0.5, 2.0);
+    const tf::tensor* feeds[] = {&at, &bt, nullptr};
+    const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
+    REQUIRE(bare::run(device, s, env).ok());
+    REQUIRE(through_tensors::run(device, r, env).ok());
+    const auto got = s.slots[small_graph::position<decltype(e_out)>()].template unchecked_values<const float>();
+    const auto want = r.slots[small_graph::position<decltype(e_out)>()].template unchecked_values<const float>();
+    const auto av = at.unchecked_values<const float>();
+    const auto bv = bt.unchecked_values<const float>();
+    REQUIRE(got.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CHECK(got[i] == want[i]);
+      const double sum = double(av[i]) + bv[i];
+      const double plain = std::exp(std::max(sum * av[i], double(bv[i])) - double(av[i]) / bv[i]) - sum;
+      CHECK(got[i] == Approx(plain).epsilon(1e-5).margin(1e-5));
+    }
+  }
+
+  // [1] * [] is element for element too; the fetched add is not in the arena.
+  using one_graph = decltype(tf::graph(one_out));
+  using one_plan = tf::static_plan<one_graph, fuse, one_graph::position<decltype(one_out)>()>;
+  using one_executor = tf::static_executor<one_plan, tf::cpu, tf::default_registry, true>;
+  CHECK(bare_data_steps<one_executor>() == (fuse ? 0 : 2));
+  {
+    const auto ot = tf::tensor::from_values<float>({-0.5f});
+    const tf::tensor* feeds[] = {&*ot, nullptr};
+    typename one_executor::state os;
+    REQUIRE(one_executor::run(device, os, tf::static_environment{std::span<const tf::tensor* const>(feeds), nullptr}).ok());
+    CHECK(os.slots[one_graph::position<decltype(one_out)>()].template unchecked_values<const float>()[0] == -0.5f);
+    const auto pt = tf::tensor::from_values<float>({0.5f});
+    feeds[0] = &*pt;
+    REQUIRE(one_executor::run(device, os, tf::static_environment{std::span<const tf::tensor* const>(feeds), nullptr}).ok());
+    CHECK(os.slots[one_graph::position<decltype(one_out)>()].template unchecked_values<const float>()[0] == 2.0f);
+  }
+
+  // A broadcast is not one shape: the add of the row (and the fused group that holds it) goes through
+  // tensors; unfused, the relu after it is [2, 3] in and out.
+  using broadcast_graph = decltype(tf::graph(broadcast_out));
+  using broadcast_plan = tf::static_plan<broadcast_graph, fuse, broadcast_graph::position<decltype(broadcast_out)>()>;
+  CHECK(bare_data_steps<tf::static_executor<broadcast_plan, tf::cpu, tf::default_registry, true>>() == (fuse ? 0 : 1));
+}
+
+TEST_CASE("session: small integer nodes on bare data: results, and an error that names the node", "[session][elementwise]") {
+  using plan = tf::static_plan<int_graph, false, int_graph::position<decltype(i_out)>()>;
+  CHECK(bare_data_steps<tf::static_executor<plan, tf::cpu, tf::default_registry, true>>() == 4);  // mul, div, sub, abs
+  tf::cpu device;
+  tf::session<int_graph, tf::cpu, tf::default_registry, false> s(int_graph{}, device);
+  const auto at = tf::tensor::from_values<std::int32_t>({7, -8, 9, -10, 11, 0}, tf::shape{2, 3});
+  const auto bt = tf::tensor::from_values<std::int32_t>({2, 3, -4, 5, -6, 7}, tf::shape{2, 3});
+  auto r = s.run(tf::feed(ia, *at), tf::feed(ib, *bt), tf::fetch(i_out));
+  REQUIRE(r.ok());
+  const auto bv = bt->unchecked_values<const std::int32_t>();
+  for (std::size_t i = 0; i < 6; ++i) CHECK(std::get<0>(*r)[static_cast<std::int64_t>(i)] == bv[i]);  // (a * b) / b == a
+
+  // A zero divisor: the intermediate div's kernel fails on bare data as it would on tensors.
+  const auto zero = tf::tensor::from_values<std::int32_t>({2, 3, 0, 5, -6, 7}, tf::shape{2, 3});
+  require_error(s.run(tf::feed(ia, *at), tf::feed(ib, *zero), tf::fetch(i_out)), tf::status_code::invalid_argument,
+                "node 3 (div): div: division by zero in input 1");
+  // The session still runs after it.
+  r = s.run(tf::feed(ia, *at), tf::feed(ib, *bt), tf::fetch(i_out));
+  REQUIRE(r.ok());
+  CHECK(std::get<0>(*r)[0] == 2);
+}
+
 TEST_CASE("session: typed feeds") {
   tf::cpu device;
   constexpr auto in = tf::input<"in", double, static_shape<3>>;

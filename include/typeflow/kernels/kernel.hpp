@@ -5,8 +5,10 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <array>
 #include <concepts>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -95,6 +97,20 @@ constexpr void require_kernel() {
 // (matmul, conv2d, pooling, reductions, softmax, transpose, concat, slice, pad, gather).
 template <class Kernel>
 inline constexpr bool is_expensive = static_cast<bool>(Kernel::expensive);
+
+// A kernel of an elementwise op that also runs on bare data, when every one of its Arity inputs
+// holds as many elements as its one output (nothing broadcasts) and there are at most
+// small_elementwise_elements of them: compute_elements(op, inputs, output, n), the inputs' and the
+// output's data in the kernel's dtypes. The static executor calls it for such nodes, whose shapes
+// it knows at compile time, and so builds no tensors and no context for them; at one element that
+// set-up cost more than the work (bench_schedule's unfused nodes). Its answer, status included, is
+// compute's on the same tensors.
+inline constexpr std::int64_t small_elementwise_elements = 16;
+template <class Kernel, std::size_t Arity>
+concept elementwise_data_kernel = requires(const typename Kernel::op_type& o, const std::array<const void*, Arity>& in,
+                                           void* out, std::int64_t n) {
+  { Kernel::compute_elements(o, in, out, n) } -> std::same_as<status>;
+};
 
 // A kernel family: the class template Kernel<Op, Device, T> instantiated for one op, a list of
 // devices<...> and a list of dtypes<...>. Kernel lists hold families, so one line registers an

@@ -186,6 +186,15 @@ class static_executor {
       else if (graph::kinds[p] == node_kind::assign) i.index = graph::variable_index[graph::position_of_id(graph::assigned[p])];
       i.value = graph::constant_values[p];
       i.plannable = PlanMemory && memory::plannable[p];
+      if ((step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused) && i.plannable && i.inputs_known && !graph::multi_output[p] &&
+          i.spec.dims.is_fully_defined()) {
+        const std::int64_t e = i.spec.dims.num_elements();
+        // An input of as many elements as the output broadcasts to it element for element ([] or
+        // [1, 1] to [1]; [4] to [1, 4]): a dimension of 1 where the output's is larger would leave it fewer.
+        bool same = n > 0 && e > 0 && e <= small_elementwise_elements;
+        for (std::size_t j = 0; j < n; ++j) same = same && i.input_specs[j].dims.num_elements() == e;
+        if (same) i.elementwise_elements = e;
+      }
     }
     return a;
   }();

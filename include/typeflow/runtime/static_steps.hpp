@@ -20,6 +20,7 @@
 #include <new>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/status.hpp>
@@ -89,6 +90,10 @@ struct static_step_info {
   double value = 0;                           // a constant's value
   bool inputs_known = false;                  // every input's static shape is fully defined
   bool plannable = false;                     // the memory plan may place its output in the arena
+  // An op's whose one output, in the arena, has a fully defined static shape of at most
+  // small_elementwise_elements elements, as many as each of its inputs: that number (its kernel may
+  // run on bare data: elementwise_data_kernel); 0 otherwise.
+  std::int64_t elementwise_elements = 0;
 };
 
 // Kinds of step, as the executors choose their functions.
@@ -280,9 +285,23 @@ struct static_steps {
 
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion* done) {
+      if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
+                    !paces_kernels<typename Kernel::device_type>) {
+        // A small elementwise node in the arena: the kernel on its inputs' and output's data.
+        if (const tensor& y = s.slots[i.output_slot]; i.elementwise_elements != 0 && !y.owns_buffer() && y.data() != nullptr) {
+          std::array<const void*, K> data;
+          for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
+          if (status result = Kernel::compute_elements(Op, data, y.data(), i.elementwise_elements); !result.ok())
+            st = with_node(i, result);
+          else if (!st.ok())
+            st = ok_status();
+          return true;
+        }
+      }
       auto& device = g.template get<D>();
-      std::array<tensor, K> in;
-      for (std::size_t k = 0; k < K; ++k) in[k] = s.slots[i.inputs[k]].view();
+      std::array<tensor, K> in = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+        return std::array<tensor, K>{s.slots[i.inputs[Ks]].view()...};
+      }(std::make_index_sequence<K>{});
       const std::span<tensor> ys(&s.slots[i.output_slot], N);
       const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
       void* const planned_at = ys[0].data();

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include <typeflow/core/detail/dependent_false.hpp>
@@ -93,13 +94,11 @@ using binary_functor_t = decltype(binary_functor<Op, T>());
 // negative integer exponents. `right` is input 1 (all of it is read when the output is not
 // empty, since broadcasting only repeats elements).
 template <class Op, class T>
-status check_right_operand(const tensor& right) {
+status check_right_operand(std::span<const T> v) {
   if constexpr (std::is_integral_v<T> && std::is_same_v<Op, ops::div>) {
-    const auto v = right.unchecked_values<const T>();
     if (std::find(v.begin(), v.end(), T(0)) != v.end())
       return errors::invalid_argument(Op::name, ": division by zero in input 1");
   } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && std::is_same_v<Op, ops::pow>) {
-    const auto v = right.unchecked_values<const T>();
     const auto negative = std::find_if(v.begin(), v.end(), [](T e) { return e < 0; });
     if (negative != v.end())
       return errors::invalid_argument(Op::name, ": input 1 holds the negative exponent ",
@@ -123,26 +122,23 @@ struct eigen_binary_kernel {
   using output_type = std::remove_cvref_t<std::invoke_result_t<functor, const T&, const T&>>;  // T, or bool
   using layout = detail::broadcast_layout<2>;
 
-  static status compute(const Op&, kernel_context<Device>& ctx) {
+  static status compute(const Op& op, kernel_context<Device>& ctx) {
     const tensor& x = ctx.inputs[0];
     const tensor& z = ctx.inputs[1];
     const tensor& y = ctx.outputs[0];
-    if (y.num_elements() == 0) return ok_status();
-    if (auto st = detail::check_right_operand<Op, T>(z); !st.ok()) return st;
-
-    const T* a = x.unchecked_data<const T>();
-    const T* b = z.unchecked_data<const T>();
-    output_type* out = y.unchecked_data<output_type>();
+    const std::int64_t n = y.num_elements();
+    if (n == 0) return ok_status();
     // A few elements, each input as many as the output (so element i of each goes with element i of
     // the output: a broadcast that changes nothing): a plain loop, without the broadcast layout and
     // Eigen's expression set-up, which cost more than the work at this size (bench_schedule's
     // unfused 1-element nodes).
-    const std::int64_t n = y.num_elements();
-    if (n <= max_plain_loop && x.num_elements() == n && z.num_elements() == n) {
-      const functor f{};
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-      return ok_status();
-    }
+    if (n <= small_elementwise_elements && x.num_elements() == n && z.num_elements() == n)
+      return compute_elements(op, {x.data(), z.data()}, y.data(), n);
+    if (auto st = detail::check_right_operand<Op, T>(z.unchecked_values<const T>()); !st.ok()) return st;
+
+    const T* a = x.unchecked_data<const T>();
+    const T* b = z.unchecked_data<const T>();
+    output_type* out = y.unchecked_data<output_type>();
     const layout l = detail::make_broadcast_layout<2>({x.shape(), z.shape()}, y.shape());
     if (by_rows(l)) {
       assign_rows(ctx.device, l, a, b, out);
@@ -158,10 +154,19 @@ struct eigen_binary_kernel {
     return ok_status();
   }
 
- private:
-  // Outputs of at most this many elements whose inputs do not broadcast go through a plain loop.
-  static constexpr std::int64_t max_plain_loop = 16;
+  // n elements of each input and the output, on bare data (elementwise_data_kernel): a plain loop.
+  static status compute_elements(const Op&, const std::array<const void*, 2>& in, void* out, std::int64_t n) {
+    const T* a = static_cast<const T*>(in[0]);
+    const T* b = static_cast<const T*>(in[1]);
+    if (auto st = detail::check_right_operand<Op, T>(std::span<const T>(b, static_cast<std::size_t>(n))); !st.ok())
+      return st;
+    output_type* y = static_cast<output_type*>(out);
+    const functor f{};
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    return ok_status();
+  }
 
+ private:
   // Rows at least this long go row by row (below, Eigen's broadcast and the strided loop win).
   static constexpr std::int64_t min_row_length = 32;
 

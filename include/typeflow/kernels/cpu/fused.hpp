@@ -106,7 +106,23 @@ struct fused_elementwise_kernel {
     return ok_status();
   }
 
+  // n elements of every leaf and of the output, on bare data (elementwise_data_kernel): one pass on
+  // this thread (a row leaf then holds the one row, a scalar leaf is a group of one element).
+  static status compute_elements(const Op&, const std::array<const void*, leaves>& in, void* out, std::int64_t n) {
+    elements(in, static_cast<T*>(out), n, std::make_index_sequence<leaves>{});
+    return ok_status();
+  }
+
  private:
+  template <std::size_t... Is>
+  static void elements(const std::array<const void*, leaves>& in, T* out, Eigen::Index n, std::index_sequence<Is...>) {
+    using maps_type = detail::fused_maps<T, leaves>;
+    const std::array<const T*, leaves> data{static_cast<const T*>(in[Is])...};
+    const Eigen::array<Eigen::Index, 1> dims{n};
+    const maps_type m{typename maps_type::out_map(out, dims), {typename maps_type::map(data[Is], dims)...}, data};
+    assign_range(m.out, detail::fused_eval<T, tree>::make(m), 0, n);
+  }
+
   // Output elements a unit of the split covers at most: a long row is cut into chunks, so that a few
   // rows still spread over the threads.
   static constexpr Eigen::Index max_chunk = Eigen::Index{1} << 14;

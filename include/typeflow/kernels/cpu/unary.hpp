@@ -5,7 +5,9 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -88,15 +90,30 @@ struct eigen_unary_kernel {
   static constexpr bool expensive = false;
 
   static status compute(const Op& op, kernel_context<Device>& ctx) {
-    auto x = ctx.inputs[0].template unchecked_flat<const T>();
     auto y = ctx.outputs[0].template unchecked_flat<T>();
-    if constexpr (std::is_same_v<Op, ops::gelu>) {
-      if (op.approximate) parallel_assign(ctx.device, y, detail::gelu_expression<true, T>(x));
-      else parallel_assign(ctx.device, y, detail::gelu_expression<false, T>(x));
-    } else {
-      parallel_assign(ctx.device, y, detail::unary_expression<Op, T>(op, x));
-    }
+    with_expression(op, ctx.inputs[0].template unchecked_flat<const T>(),
+                    [&](const auto& e) { parallel_assign(ctx.device, y, e); });
     return ok_status();
+  }
+
+  // n elements on bare data (elementwise_data_kernel), through the same evaluator on this thread.
+  static status compute_elements(const Op& op, const std::array<const void*, 1>& in, void* out, std::int64_t n) {
+    eigen_tensor_map<T, 1> y(static_cast<T*>(out), n);
+    with_expression(op, eigen_tensor_map<const T, 1>(static_cast<const T*>(in[0]), n),
+                    [&](const auto& e) { assign_range(y, e, 0, n); });
+    return ok_status();
+  }
+
+ private:
+  // assign(expression of op on x).
+  template <class X, class Assign>
+  static void with_expression(const Op& op, const X& x, Assign&& assign) {
+    if constexpr (std::is_same_v<Op, ops::gelu>) {
+      if (op.approximate) assign(detail::gelu_expression<true, T>(x));
+      else assign(detail::gelu_expression<false, T>(x));
+    } else {
+      assign(detail::unary_expression<Op, T>(op, x));
+    }
   }
 };
 
