@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <utility>
@@ -473,6 +474,13 @@ using int_graph = decltype(tf::graph(i_out));
 // One element each, in shapes [1] and []: element for element all the same.
 constexpr auto one = tf::input<"one", float, static_shape<1>>;
 constexpr auto one_out = tf::relu(one * 3.0_c) + one;
+// Fused groups in the arena (below a softmax, which does not fuse): one with a row leaf ([4] over
+// [1, 4]: its one row), one with a scalar leaf ([] over [1]).
+constexpr auto fm = tf::input<"fm", float, static_shape<1, 4>>;
+constexpr auto fr = tf::input<"fr", float, static_shape<4>>;
+constexpr auto row_group_out = tf::softmax(tf::relu(fm + fr) * fm - fr);
+constexpr auto fs = tf::input<"fs", float, static_shape<>>;
+constexpr auto scalar_group_out = tf::softmax(tf::relu(one + fs) * one - fs);
 // One input broadcasts: not one shape.
 constexpr auto row = tf::input<"row", float, static_shape<3>>;
 constexpr auto broadcast_out = tf::relu(tf::input<"m", float, static_shape<2, 3>> + row) * 2.0_c;
@@ -523,6 +531,22 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
     }
   }
 
+  // An input of one element fed where the graph has five: static_executor::run refuses it as a
+  // session does (the kernels, on bare data or not, read the static shapes).
+  {
+    const tf::tensor at = random_tensor<float>(tf::shape{1}, 7);
+    const tf::tensor bt = random_tensor<float>(tf::shape{5}, 8, 0.5, 2.0);
+    const tf::tensor* feeds[] = {&at, &bt, nullptr};
+    const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
+    for (const tf::status& st : {bare::run(device, s, env), through_tensors::run(device, r, env)}) {
+      CHECK(st.code() == tf::status_code::invalid_argument);
+      CHECK_THAT(st.to_string(), Catch::Contains("input 'ea': fed shape [1] does not match the input's shape [5]"));
+    }
+    const tf::tensor it = *tf::tensor::from_values<std::int32_t>({1, 2, 3, 4, 5});
+    feeds[0] = &it;
+    CHECK_THAT(bare::run(device, s, env).to_string(), Catch::Contains("input 'ea': fed a tensor of dtype i32, the input is f32"));
+  }
+
   // [1] * [] is element for element too; the fetched add is not in the arena.
   using one_graph = decltype(tf::graph(one_out));
   using one_plan = tf::static_plan<one_graph, fuse, one_graph::position<decltype(one_out)>()>;
@@ -545,6 +569,59 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   using broadcast_graph = decltype(tf::graph(broadcast_out));
   using broadcast_plan = tf::static_plan<broadcast_graph, fuse, broadcast_graph::position<decltype(broadcast_out)>()>;
   CHECK(bare_data_steps<tf::static_executor<broadcast_plan, tf::cpu, tf::default_registry, true>>() == (fuse ? 0 : 1));
+}
+
+TEST_CASE("session: fused groups in the arena run on bare data, row and scalar leaves included", "[session][elementwise]") {
+  tf::cpu device;
+  // The group's result before the softmax, by hand.
+  const auto group = [](double m, double r) { return std::max(m + r, 0.0) * m - r; };
+  {
+    using graph = decltype(tf::graph(row_group_out));
+    using plan = tf::static_plan<graph, true, graph::position<decltype(row_group_out)>()>;
+    using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
+    using through_tensors = tf::static_executor<plan, tf::cpu, tf::default_registry, false>;
+    CHECK(bare_data_steps<bare>() == 1);
+    typename bare::state s;
+    typename through_tensors::state r;
+    for (std::uint64_t seed : {5, 6}) {
+      const tf::tensor mt = random_tensor<float>(tf::shape{1, 4}, seed);
+      const tf::tensor rt = random_tensor<float>(tf::shape{4}, seed + 20);
+      const tf::tensor* feeds[] = {&mt, &rt, nullptr};
+      const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
+      REQUIRE(bare::run(device, s, env).ok());
+      REQUIRE(through_tensors::run(device, r, env).ok());
+      const auto got = s.slots[graph::position<decltype(row_group_out)>()].template unchecked_values<const float>();
+      const auto want = r.slots[graph::position<decltype(row_group_out)>()].template unchecked_values<const float>();
+      const auto mv = mt.unchecked_values<const float>();
+      const auto rv = rt.unchecked_values<const float>();
+      double z[4], sum = 0;
+      for (std::size_t i = 0; i < 4; ++i) sum += z[i] = std::exp(group(mv[i], rv[i]));
+      for (std::size_t i = 0; i < 4; ++i) {
+        CHECK(got[i] == want[i]);
+        CHECK(got[i] == Approx(z[i] / sum).epsilon(1e-5));
+      }
+    }
+  }
+  {
+    using graph = decltype(tf::graph(scalar_group_out));
+    using plan = tf::static_plan<graph, true, graph::position<decltype(scalar_group_out)>()>;
+    using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
+    CHECK(bare_data_steps<bare>() == 1);
+    typename bare::state s;
+    // The group is relu(x + c) * x - c; softmax of one value is 1, so read the group's slot.
+    std::size_t group_slot = graph::size;
+    for (const auto& info : bare::infos)
+      if (info.elementwise_elements != 0) group_slot = info.output_slot;
+    REQUIRE(group_slot < graph::size);
+    for (float c : {-3.0f, 0.25f}) {
+      const auto ot = tf::tensor::from_values<float>({1.5f});
+      const auto ct = tf::tensor::from_values<float>(std::span<const float>(&c, 1), tf::shape{});
+      const tf::tensor* feeds[] = {&*ot, &*ct, nullptr};
+      REQUIRE(bare::run(device, s, tf::static_environment{std::span<const tf::tensor* const>(feeds), nullptr}).ok());
+      CHECK(s.slots[group_slot].template unchecked_values<const float>()[0] == Approx(group(1.5, c)));
+      CHECK(s.slots[graph::position<decltype(scalar_group_out)>()].template unchecked_values<const float>()[0] == 1.0f);
+    }
+  }
 }
 
 TEST_CASE("session: small integer nodes on bare data: results, and an error that names the node", "[session][elementwise]") {

@@ -441,11 +441,7 @@ class session {
                     "session::run: only input<...> nodes can be fed");
       constexpr tensor_spec want = Graph::specs[p];
       using value_type = std::remove_cvref_t<decltype(arg.value)>;  // tensor or typed_tensor<T>
-      if constexpr (std::is_same_v<value_type, tensor>) {
-        if (arg.value.dtype() != want.type)
-          return errors::invalid_argument("input '", Graph::names[p], "': fed a tensor of dtype ", arg.value.dtype(),
-                                          ", the input is ", want.type);
-      } else {
+      if constexpr (!std::is_same_v<value_type, tensor>) {
         static_assert(dtype_of<typename value_type::value_type> == want.type ||
                           compile_error<detail::text_constant<[] {
                             constexpr std::size_t q = Graph::template position<E>();
@@ -457,10 +453,7 @@ class session {
                       "session::run: the fed typed_tensor's dtype must be the input's");
       }
       const tensor& t = arg.value;
-      if (!t.valid()) return errors::invalid_argument("input '", Graph::names[p], "': fed a tensor with no storage");
-      if (!matches(want.dims, t.shape()))
-        return errors::invalid_argument("input '", Graph::names[p], "': fed shape ", t.shape(),
-                                        " does not match the input's shape ", want.dims);
+      if (auto st = detail::check_fed(Graph::names[p], want, t); !st.ok()) return st;
       feeds[Graph::input_node_index[p]] = &t;
     }
     return ok_status();

@@ -20,6 +20,7 @@
 #include <new>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <typeflow/core/detail/format.hpp>
@@ -27,6 +28,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/core/tensor_spec.hpp>
 #include <typeflow/device/copy.hpp>
+#include <typeflow/device/host_copies.hpp>
 #include <typeflow/graph/node.hpp>
 #include <typeflow/graph/node_list.hpp>
 #include <typeflow/kernels/kernel.hpp>
@@ -90,9 +92,10 @@ struct static_step_info {
   double value = 0;                           // a constant's value
   bool inputs_known = false;                  // every input's static shape is fully defined
   bool plannable = false;                     // the memory plan may place its output in the arena
-  // An op's whose one output, in the arena, has a fully defined static shape of at most
-  // small_elementwise_elements elements, as many as each of its inputs: that number (its kernel may
-  // run on bare data: elementwise_data_kernel); 0 otherwise.
+  // An op or fused step's whose one output the memory plan may place in the arena and has a fully
+  // defined static shape of at most small_elementwise_elements elements, as many as each of its
+  // inputs' static shapes: that number (its kernel may then run on bare data:
+  // elementwise_data_kernel); 0 otherwise.
   std::int64_t elementwise_elements = 0;
 };
 
@@ -102,6 +105,19 @@ enum class static_step_kind : std::uint8_t { op, fused, input, variable, constan
 namespace detail {
 inline status with_step_node(std::size_t node, std::string_view name, const status& st) {
   return st.with_context(cat("node ", node, " (", name, ")").view());
+}
+
+// A tensor fed to the input named `input`, of spec `want`: its dtype, storage and a shape that
+// want's matches. What session::run checks of each feed before it runs, and the input step again
+// (static_executor::run may be called without a session): the kernels read the static shapes.
+inline status check_fed(std::string_view input, const tensor_spec& want, const tensor& t) {
+  if (t.dtype() != want.type)
+    return errors::invalid_argument("input '", input, "': fed a tensor of dtype ", t.dtype(), ", the input is ", want.type);
+  if (!t.valid()) return errors::invalid_argument("input '", input, "': fed a tensor with no storage");
+  if (!matches(want.dims, t.shape()))
+    return errors::invalid_argument("input '", input, "': fed shape ", t.shape(), " does not match the input's shape ",
+                                    want.dims);
+  return ok_status();
 }
 }  // namespace detail
 
@@ -150,7 +166,9 @@ struct static_steps {
     static constexpr bool expensive = false;
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion*) {
-      st = to_device<D>(i, g, *env.feeds[i.index], s.slots[i.node]);
+      const tensor& fed = *env.feeds[i.index];
+      st = detail::check_fed(i.name, i.spec, fed);
+      if (st.ok()) st = to_device<D>(i, g, fed, s.slots[i.node]);
       return true;
     }
     static status infer(const static_step_info& i, const static_environment& env, std::span<shape> sh) {
@@ -274,7 +292,8 @@ struct static_steps {
   }
 
   // An op (or a fused group) with K inputs and N outputs run by Kernel on device D, through the
-  // launch path (runtime/launch.hpp). Its outputs are the slots output_slot.. output_slot + N: an
+  // launch path (runtime/launch.hpp), or, for a small elementwise node in the arena
+  // (elementwise_elements), by the kernel's compute_elements on bare data. Its outputs are the slots output_slot.. output_slot + N: an
   // intermediate of the memory plan already points into the arena (a run-time shape was inferred
   // when the plan was made); any other keeps its own buffer from run to run (prepare_output). A
   // spec is inferred from this run's inputs unless it is static and so are the inputs' shapes, so
@@ -285,9 +304,11 @@ struct static_steps {
 
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion* done) {
+      // Only on a host policy (host_copies), whose kernels read the slots' memory where it is.
       if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
-                    !paces_kernels<typename Kernel::device_type>) {
-        // A small elementwise node in the arena: the kernel on its inputs' and output's data.
+                    std::is_base_of_v<host_copies, typename Kernel::device_type>) {
+        // A small elementwise node in the arena: the kernel on its inputs' and output's data (their
+        // shapes are the static ones: the input steps check the feeds).
         if (const tensor& y = s.slots[i.output_slot]; i.elementwise_elements != 0 && !y.owns_buffer() && y.data() != nullptr) {
           std::array<const void*, K> data;
           for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
