@@ -14,7 +14,8 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
     x = relu(matmul(x, w_i)) + x of 16, 64 and 256 blocks (4 nodes a block), each built, planned,
     put in a session and run once, against the same include-only baseline: written with
     expressions ("static graph, ...") and by a graph_builder's build function ("graph_builder, ...");
-  - examples/transformer.cpp, the 12-layer transformer encoder, against the same baseline.
+  - examples/transformer.cpp, the 12-layer transformer encoder, and that model's static graph alone
+    in a session on cpu (what a program pays for the model as a type), against the same baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
 """
@@ -213,6 +214,22 @@ int main() {{
     case = "examples/transformer.cpp (12 layers, static + runtime graph)"
     if wanted(case):
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
+    # What a program pays for the model as a type: its static graph in one session on cpu, run once.
+    case = "transformer 12 layers as a static graph, one cpu session"
+    if wanted(case):
+        (tmp / "transformer_static.cpp").write_text(f"""#include "{root / 'examples' / 'transformer.hpp'}"
+namespace tf = typeflow;
+using model = models::transformer<models::transformer_config{{.layers = 12, .hidden = 256, .heads = 4, .ffn = 1024, .sequence = 128}}>;
+int main() {{
+  tf::cpu device;
+  tf::session s(model::built::graph{{}}, device);
+  const model::weights w;
+  if (!model::initialize(s, w).ok()) return 1;
+  auto r = s.run(tf::feed(model::built::node<"x">, model::input(1)), tf::fetch(model::built::output<0>));
+  return r.ok() ? 0 : 1;
+}}
+""")
+        report(case, measure(tmp / "transformer_static.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     for test in sorted((root / "test" / "unit").glob("test_*.cpp")):
         if not wanted(f"unit test {test.stem}"):
             continue
