@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <utility>
@@ -493,14 +492,37 @@ std::size_t bare_data_steps() {
   return n;
 }
 
+// A plan's executor with the arena (its small elementwise steps on bare data) and without (every
+// step through tensors), each with its own state, kept from run to run.
+template <class Plan>
+struct with_and_without_arena {
+  using bare = tf::static_executor<Plan, tf::cpu, tf::default_registry, true>;
+  using through_tensors = tf::static_executor<Plan, tf::cpu, tf::default_registry, false>;
+  tf::cpu device;
+  typename bare::state s;
+  typename through_tensors::state r;
+
+  // Both run on `feeds` (the graph's inputs in order); node `out`'s values from each: {bare, through tensors}.
+  std::pair<std::vector<float>, std::vector<float>> run(std::vector<const tf::tensor*> feeds, std::size_t out) {
+    feeds.push_back(nullptr);
+    const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
+    REQUIRE(bare::run(device, s, env).ok());
+    REQUIRE(through_tensors::run(device, r, env).ok());
+    const auto a = s.slots[out].template unchecked_values<const float>();
+    const auto b = r.slots[out].template unchecked_values<const float>();
+    return {{a.begin(), a.end()}, {b.begin(), b.end()}};
+  }
+};
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run their kernels on bare data",
                    "[session][elementwise]", std::false_type, std::true_type) {
   constexpr bool fuse = TestType::value;
   using plan = tf::static_plan<small_graph, fuse, small_graph::position<decltype(e_out)>()>;
-  using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
-  using through_tensors = tf::static_executor<plan, tf::cpu, tf::default_registry, false>;  // no arena
+  using executors = with_and_without_arena<plan>;
+  using bare = typename executors::bare;
+  using through_tensors = typename executors::through_tensors;
   // Unfused: add, mul, max, div, sub, exp, neg (the last add is fetched, so not in the arena).
   // Fused: the group below the fetched add.
   CHECK(bare_data_steps<bare>() == (fuse ? 1 : 7));
@@ -508,18 +530,12 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   for (const auto& info : bare::infos)
     if (info.elementwise_elements != 0) CHECK(info.elementwise_elements == 5);
 
-  tf::cpu device;
-  typename bare::state s;
-  typename through_tensors::state r;
+  executors both;
+  auto& device = both.device;
   for (std::uint64_t seed : {1, 2, 3}) {
     const tf::tensor at = random_tensor<float>(tf::shape{5}, seed);
     const tf::tensor bt = random_tensor<float>(tf::shape{5}, seed + 10, 0.5, 2.0);
-    const tf::tensor* feeds[] = {&at, &bt, nullptr};
-    const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
-    REQUIRE(bare::run(device, s, env).ok());
-    REQUIRE(through_tensors::run(device, r, env).ok());
-    const auto got = s.slots[small_graph::position<decltype(e_out)>()].template unchecked_values<const float>();
-    const auto want = r.slots[small_graph::position<decltype(e_out)>()].template unchecked_values<const float>();
+    const auto [got, want] = both.run({&at, &bt}, small_graph::position<decltype(e_out)>());
     const auto av = at.unchecked_values<const float>();
     const auto bv = bt.unchecked_values<const float>();
     REQUIRE(got.size() == 5);
@@ -538,13 +554,13 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
     const tf::tensor bt = random_tensor<float>(tf::shape{5}, 8, 0.5, 2.0);
     const tf::tensor* feeds[] = {&at, &bt, nullptr};
     const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
-    for (const tf::status& st : {bare::run(device, s, env), through_tensors::run(device, r, env)}) {
+    for (const tf::status& st : {bare::run(device, both.s, env), through_tensors::run(device, both.r, env)}) {
       CHECK(st.code() == tf::status_code::invalid_argument);
       CHECK_THAT(st.to_string(), Catch::Contains("input 'ea': fed shape [1] does not match the input's shape [5]"));
     }
     const tf::tensor it = *tf::tensor::from_values<std::int32_t>({1, 2, 3, 4, 5});
     feeds[0] = &it;
-    CHECK_THAT(bare::run(device, s, env).to_string(), Catch::Contains("input 'ea': fed a tensor of dtype i32, the input is f32"));
+    CHECK_THAT(bare::run(device, both.s, env).to_string(), Catch::Contains("input 'ea': fed a tensor of dtype i32, the input is f32"));
   }
 
   // [1] * [] is element for element too; the fetched add is not in the arena.
@@ -578,20 +594,12 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
   {
     using graph = decltype(tf::graph(row_group_out));
     using plan = tf::static_plan<graph, true, graph::position<decltype(row_group_out)>()>;
-    using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
-    using through_tensors = tf::static_executor<plan, tf::cpu, tf::default_registry, false>;
-    CHECK(bare_data_steps<bare>() == 1);
-    typename bare::state s;
-    typename through_tensors::state r;
+    with_and_without_arena<plan> both;
+    CHECK(bare_data_steps<typename decltype(both)::bare>() == 1);
     for (std::uint64_t seed : {5, 6}) {
       const tf::tensor mt = random_tensor<float>(tf::shape{1, 4}, seed);
       const tf::tensor rt = random_tensor<float>(tf::shape{4}, seed + 20);
-      const tf::tensor* feeds[] = {&mt, &rt, nullptr};
-      const tf::static_environment env{std::span<const tf::tensor* const>(feeds), nullptr};
-      REQUIRE(bare::run(device, s, env).ok());
-      REQUIRE(through_tensors::run(device, r, env).ok());
-      const auto got = s.slots[graph::position<decltype(row_group_out)>()].template unchecked_values<const float>();
-      const auto want = r.slots[graph::position<decltype(row_group_out)>()].template unchecked_values<const float>();
+      const auto [got, want] = both.run({&mt, &rt}, graph::position<decltype(row_group_out)>());
       const auto mv = mt.unchecked_values<const float>();
       const auto rv = rt.unchecked_values<const float>();
       double z[4], sum = 0;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // launch: the one way an op's kernel runs on tensors, for eager calls (call.hpp), the static executor
 // and the runtime executor alike (the static executor runs a small elementwise node in its arena on
-// bare data instead: elementwise_data_kernel, kernels/kernel.hpp). Each front end decides where an output's buffer comes from (a fresh
-// allocation, the memory plan's arena, its own buffer from the last run, an input it forwards) and
-// whether its spec is known or inferred; prepare_outputs walks the outputs with those two answers.
+// bare data instead: elementwise_data_kernel, kernels/kernel.hpp). Each front end decides where an
+// output's buffer comes from (a fresh allocation, the memory plan's arena, its own buffer from the
+// last run, an input it forwards) and whether its spec is known or inferred; prepare_outputs walks
+// the outputs with those two answers.
 // launch then builds the kernel context and runs the kernel: a synchronous one in place, an
 // asynchronous one with its inputs and context in a frame that lives until it calls back (or
 // waited for, where the caller cannot continue without it), and hands the kernel's status to the

@@ -293,9 +293,10 @@ struct static_steps {
 
   // An op (or a fused group) with K inputs and N outputs run by Kernel on device D, through the
   // launch path (runtime/launch.hpp), or, for a small elementwise node in the arena
-  // (elementwise_elements), by the kernel's compute_elements on bare data. Its outputs are the slots output_slot.. output_slot + N: an
-  // intermediate of the memory plan already points into the arena (a run-time shape was inferred
-  // when the plan was made); any other keeps its own buffer from run to run (prepare_output). A
+  // (elementwise_elements), by the kernel's compute_elements on bare data. Its outputs are the
+  // slots output_slot.. output_slot + N: an intermediate of the memory plan already points into the
+  // arena (a run-time shape was inferred when the plan was made); any other keeps its own buffer
+  // from run to run (prepare_output). A
   // spec is inferred from this run's inputs unless it is static and so are the inputs' shapes, so
   // a static output of an input with a run-time dimension (reshape to [6], top_k) is checked every run.
   template <auto Op, class Kernel, std::size_t D, std::size_t K, std::size_t N>
@@ -304,15 +305,18 @@ struct static_steps {
 
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion* done) {
-      // Only on a host policy (host_copies), whose kernels read the slots' memory where it is.
+      const std::span<tensor> ys(&s.slots[i.output_slot], N);
+      const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
+      void* const planned_at = ys[0].data();
+      // A small elementwise node in the arena, on a host policy (host_copies: its kernels read the
+      // slots' memory where it is): the kernel on its inputs' and output's data, whose shapes are
+      // the static ones (the input steps check the feeds).
       if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
                     std::is_base_of_v<host_copies, typename Kernel::device_type>) {
-        // A small elementwise node in the arena: the kernel on its inputs' and output's data (their
-        // shapes are the static ones: the input steps check the feeds).
-        if (const tensor& y = s.slots[i.output_slot]; i.elementwise_elements != 0 && !y.owns_buffer() && y.data() != nullptr) {
+        if (in_arena && i.elementwise_elements != 0) {
           std::array<const void*, K> data;
           for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
-          if (status result = Kernel::compute_elements(Op, data, y.data(), i.elementwise_elements); !result.ok())
+          if (status result = Kernel::compute_elements(Op, data, planned_at, i.elementwise_elements); !result.ok())
             st = with_node(i, result);
           else if (!st.ok())
             st = ok_status();
@@ -323,9 +327,6 @@ struct static_steps {
       std::array<tensor, K> in = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
         return std::array<tensor, K>{s.slots[i.inputs[Ks]].view()...};
       }(std::make_index_sequence<K>{});
-      const std::span<tensor> ys(&s.slots[i.output_slot], N);
-      const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
-      void* const planned_at = ys[0].data();
       const bool known = i.inputs_known && i.spec.dims.is_fully_defined();
       // In the arena, the plan was made for this run's shapes; only a static output of an input
       // with a run-time dimension still needs its inference, as a check.

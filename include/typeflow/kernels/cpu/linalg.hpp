@@ -157,8 +157,8 @@ struct basic_matmul_kernel {
   // speed, either way), m = 16 is 1.5x faster.
   // The exception is a matrix-vector product (one row of a, neither operand transposed) of f32 or f64
   // on the Eigen backend: its column blocks are Eigen's matrix-vector products on b's rows where they
-  // lie (eigen_gemm), and a second core adds memory bandwidth. On a 2-core Xeon (Cascade Lake), [1, 1024] x [1024, 1024]
-  // with b from L3, two threads against one: 89-93 against 127-133 us.
+  // lie (eigen_gemm), and a second core adds memory bandwidth. On a 2-core Xeon (Cascade Lake),
+  // [1, 1024] x [1024, 1024] with b from L3, two threads against one: 89-93 against 127-133 us.
   static constexpr std::int64_t min_rows_per_thread = 32;
   static constexpr std::int64_t min_columns_per_block = 64;
   static constexpr std::int64_t min_rows_to_split = 8;
