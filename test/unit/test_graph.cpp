@@ -484,7 +484,9 @@ constexpr auto scalar_group_out = tf::softmax(tf::relu(one + fs) * one - fs);
 constexpr auto row = tf::input<"row", float, static_shape<3>>;
 constexpr auto broadcast_out = tf::relu(tf::input<"m", float, static_shape<2, 3>> + row) * 2.0_c;
 
-// The op and fused steps of a plan whose kernels may run on bare data (elementwise_data_kernel).
+// The op and fused steps of a plan whose shapes let their kernels run on bare data
+// (elementwise_elements); those that do are the ones whose kernel can (elementwise_data_kernel:
+// not softmax's).
 template <class Executor>
 std::size_t bare_data_steps() {
   std::size_t n = 0;
@@ -523,9 +525,9 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   using executors = with_and_without_arena<plan>;
   using bare = typename executors::bare;
   using through_tensors = typename executors::through_tensors;
-  // Unfused: add, mul, max, div, sub, exp, neg (the last add is fetched, so not in the arena).
-  // Fused: the group below the fetched add.
-  CHECK(bare_data_steps<bare>() == (fuse ? 1 : 7));
+  // Unfused: add, mul, max, div, sub, exp, neg, and the last add, fetched: in a buffer of its own.
+  // Fused: the group below the fetched add, and that add.
+  CHECK(bare_data_steps<bare>() == (fuse ? 2 : 8));
   CHECK(bare_data_steps<through_tensors>() == 0);
   for (const auto& info : bare::infos)
     if (info.elementwise_elements != 0) CHECK(info.elementwise_elements == 5);
@@ -563,11 +565,11 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
     CHECK_THAT(bare::run(device, both.s, env).to_string(), Catch::Contains("input 'ea': fed a tensor of dtype i32, the input is f32"));
   }
 
-  // [1] * [] is element for element too; the fetched add is not in the arena.
+  // [1] * [] is element for element too.
   using one_graph = decltype(tf::graph(one_out));
   using one_plan = tf::static_plan<one_graph, fuse, one_graph::position<decltype(one_out)>()>;
   using one_executor = tf::static_executor<one_plan, tf::cpu, tf::default_registry, true>;
-  CHECK(bare_data_steps<one_executor>() == (fuse ? 0 : 2));
+  CHECK(bare_data_steps<one_executor>() == (fuse ? 1 : 3));
   {
     const auto ot = tf::tensor::from_values<float>({-0.5f});
     const tf::tensor* feeds[] = {&*ot, nullptr};
@@ -595,7 +597,7 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
     using graph = decltype(tf::graph(row_group_out));
     using plan = tf::static_plan<graph, true, graph::position<decltype(row_group_out)>()>;
     with_and_without_arena<plan> both;
-    CHECK(bare_data_steps<typename decltype(both)::bare>() == 1);
+    CHECK(bare_data_steps<typename decltype(both)::bare>() == 2);  // the group; the softmax's shapes
     for (std::uint64_t seed : {5, 6}) {
       const tf::tensor mt = random_tensor<float>(tf::shape{1, 4}, seed);
       const tf::tensor rt = random_tensor<float>(tf::shape{4}, seed + 20);
@@ -614,12 +616,12 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
     using graph = decltype(tf::graph(scalar_group_out));
     using plan = tf::static_plan<graph, true, graph::position<decltype(scalar_group_out)>()>;
     using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
-    CHECK(bare_data_steps<bare>() == 1);
+    CHECK(bare_data_steps<bare>() == 2);
     typename bare::state s;
     // The group is relu(x + c) * x - c; softmax of one value is 1, so read the group's slot.
     std::size_t group_slot = graph::size;
-    for (const auto& info : bare::infos)
-      if (info.elementwise_elements != 0) group_slot = info.output_slot;
+    for (std::size_t k = 0; k < bare::infos.size(); ++k)
+      if (bare::step_kinds[k] == tf::static_step_kind::fused) group_slot = bare::infos[k].output_slot;
     REQUIRE(group_slot < graph::size);
     for (float c : {-3.0f, 0.25f}) {
       const auto ot = tf::tensor::from_values<float>({1.5f});
@@ -632,9 +634,96 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
   }
 }
 
+namespace {
+
+// Every unary op of the host kernels in two fused groups of N elements, one in the arena (below a
+// softmax, which does not fuse) and one fetched (its own buffer).
+template <std::int64_t N>
+constexpr auto ux = tf::input<"ux", float, static_shape<N>>;
+template <std::int64_t N>
+constexpr auto unary_group_a = tf::gelu(ux<N>) * tf::tanh(ux<N>) + tf::sigmoid(tf::abs(ux<N>)) -
+                               tf::exp(tf::neg(tf::square(ux<N>))) + tf::erf(ux<N>) * tf::softplus(ux<N>);
+template <std::int64_t N>
+constexpr auto unary_group_b =
+    tf::apply<tf::ops::gelu{.approximate = true}>(ux<N>) +
+    tf::apply<tf::ops::leaky_relu{.alpha = 0.1}>(ux<N>) * tf::apply<tf::ops::hard_sigmoid{}>(ux<N>) +
+    tf::apply<tf::ops::clip{.min = -0.5, .max = 0.75}>(ux<N>) + tf::sqrt(tf::abs(ux<N>)) * tf::rsqrt(tf::abs(ux<N>) + 1.0_c) +
+    tf::log(tf::abs(ux<N>) + 1.0_c) + tf::relu(ux<N>);
+template <std::int64_t N>
+constexpr auto unary_softmax = tf::softmax(unary_group_a<N>);
+
+double reference_group_a(double x) {
+  const double gelu = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  return gelu * std::tanh(x) + 1 / (1 + std::exp(-std::abs(x))) - std::exp(-x * x) + std::erf(x) * std::log1p(std::exp(x));
+}
+
+double reference_group_b(double x) {
+  const double gelu = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  const double leaky = x > 0 ? x : 0.1 * x;
+  const double hard = std::clamp(0.2 * x + 0.5, 0.0, 1.0);
+  return gelu + leaky * hard + std::clamp(x, -0.5, 0.75) + std::sqrt(std::abs(x)) / std::sqrt(std::abs(x) + 1) +
+         std::log(std::abs(x) + 1) + std::max(x, 0.0);
+}
+
+}  // namespace
+
+// 3 elements are fewer than a packet of floats (SSE's 4, AVX-512's 16): the fused kernel computes
+// them element by element (fused_scalar); 16 go through Eigen's loop where a packet is 4. Either
+// way the results are those of the kernel on tensors, to the bit, and of a plain reference.
+TEMPLATE_TEST_CASE_SIG("session: fused groups of every unary op run on bare data, in the arena and fetched",
+                       "[session][elementwise]", ((std::int64_t N), N), 3, 16) {
+  using graph = decltype(tf::graph(unary_softmax<N>, unary_group_b<N>));
+  using plan = tf::static_plan<graph, true, graph::template position<decltype(unary_softmax<N>)>(),
+                               graph::template position<decltype(unary_group_b<N>)>()>;
+  using executors = with_and_without_arena<plan>;
+  std::size_t fused = 0;
+  for (std::size_t k = 0; k < executors::bare::infos.size(); ++k)
+    if (executors::bare::step_kinds[k] == tf::static_step_kind::fused) {
+      ++fused;
+      CHECK(executors::bare::infos[k].elementwise_elements == N);
+    }
+  CHECK(fused == 2);
+  CHECK(bare_data_steps<typename executors::bare>() == 4);  // and abs(x), which both read; the softmax
+
+  executors both;
+  for (std::uint64_t seed : {31, 32}) {
+    const tf::tensor xt = random_tensor<float>(tf::shape{N}, seed, -3.0, 3.0);
+    const auto xv = xt.unchecked_values<const float>();
+    const auto [softmax, softmax_want] = both.run({&xt}, graph::template position<decltype(unary_softmax<N>)>());
+    const auto [b, b_want] = both.run({&xt}, graph::template position<decltype(unary_group_b<N>)>());
+    REQUIRE(softmax.size() == std::size_t(N));
+    REQUIRE(b.size() == std::size_t(N));
+    double z[N], sum = 0;
+    for (std::size_t i = 0; i < std::size_t(N); ++i) sum += z[i] = std::exp(reference_group_a(xv[i]));
+    for (std::size_t i = 0; i < std::size_t(N); ++i) {
+      CHECK(softmax[i] == softmax_want[i]);
+      CHECK(softmax[i] == Approx(z[i] / sum).epsilon(1e-4).margin(1e-6));
+      CHECK(b[i] == b_want[i]);
+      CHECK(b[i] == Approx(reference_group_b(xv[i])).epsilon(1e-4).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("session: a fetched node on bare data leaves the result a caller holds as it was", "[session][elementwise]") {
+  tf::cpu device;
+  tf::session<small_graph, tf::cpu> s(small_graph{}, device);
+  const auto a1 = random_tensor<float>(tf::shape{5}, 41);
+  const auto b1 = random_tensor<float>(tf::shape{5}, 42, 0.5, 2.0);
+  auto first = s.run(tf::feed(ea, a1), tf::feed(eb, b1), tf::fetch(e_out));
+  REQUIRE(first.ok());
+  const tf::tensor held = std::get<0>(*first).untyped();
+  const std::vector<float> before(held.unchecked_values<const float>().begin(), held.unchecked_values<const float>().end());
+  // Another run while the caller holds the first result: the fetched add writes a buffer of its own.
+  auto second = s.run(tf::feed(ea, random_tensor<float>(tf::shape{5}, 43)), tf::feed(eb, b1), tf::fetch(e_out));
+  REQUIRE(second.ok());
+  CHECK(std::get<0>(*second).untyped().data() != held.data());
+  const auto after = held.unchecked_values<const float>();
+  CHECK(std::vector<float>(after.begin(), after.end()) == before);
+}
+
 TEST_CASE("session: small integer nodes on bare data: results, and an error that names the node", "[session][elementwise]") {
   using plan = tf::static_plan<int_graph, false, int_graph::position<decltype(i_out)>()>;
-  CHECK(bare_data_steps<tf::static_executor<plan, tf::cpu, tf::default_registry, true>>() == 4);  // mul, div, sub, abs
+  CHECK(bare_data_steps<tf::static_executor<plan, tf::cpu, tf::default_registry, true>>() == 5);  // mul, div, sub, abs, the fetched add
   tf::cpu device;
   tf::session<int_graph, tf::cpu, tf::default_registry, false> s(int_graph{}, device);
   const auto at = tf::tensor::from_values<std::int32_t>({7, -8, 9, -10, 11, 0}, tf::shape{2, 3});

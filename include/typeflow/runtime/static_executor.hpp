@@ -186,8 +186,11 @@ class static_executor {
       else if (graph::kinds[p] == node_kind::assign) i.index = graph::variable_index[graph::position_of_id(graph::assigned[p])];
       i.value = graph::constant_values[p];
       i.plannable = PlanMemory && memory::plannable[p];
-      // plannable implies an op or fused step with one output (memory_plan.hpp).
-      if (i.plannable && i.inputs_known && i.spec.dims.is_fully_defined()) {
+      // An op or fused step with one output, in the arena or not (a fetched output keeps a buffer of
+      // its own).
+      const bool one_output = (step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused) &&
+                              !graph::multi_output[p];
+      if (PlanMemory && one_output && i.inputs_known && i.spec.dims.is_fully_defined()) {
         const std::int64_t e = i.spec.dims.num_elements();
         // An input of as many elements as the output broadcasts to it element for element ([] or
         // [1, 1] to [1]; [4] to [1, 4]): a dimension of 1 where the output's is larger would leave it fewer.

@@ -92,10 +92,10 @@ struct static_step_info {
   double value = 0;                           // a constant's value
   bool inputs_known = false;                  // every input's static shape is fully defined
   bool plannable = false;                     // the memory plan may place its output in the arena
-  // An op or fused step's whose one output the memory plan may place in the arena and has a fully
-  // defined static shape of at most small_elementwise_elements elements, as many as each of its
-  // inputs' static shapes: that number (its kernel may then run on bare data:
-  // elementwise_data_kernel); 0 otherwise.
+  // An op or fused step of an executor with a memory plan whose one output has a fully defined
+  // static shape of at most small_elementwise_elements elements, as many as each of its inputs'
+  // static shapes: that number (its kernel may then run on bare data: elementwise_data_kernel, in
+  // the arena or in the output's own buffer); 0 otherwise.
   std::int64_t elementwise_elements = 0;
 };
 
@@ -292,13 +292,13 @@ struct static_steps {
   }
 
   // An op (or a fused group) with K inputs and N outputs run by Kernel on device D, through the
-  // launch path (runtime/launch.hpp), or, for a small elementwise node in the arena
-  // (elementwise_elements), by the kernel's compute_elements on bare data. Its outputs are the
-  // slots output_slot.. output_slot + N: an intermediate of the memory plan already points into the
-  // arena (a run-time shape was inferred when the plan was made); any other keeps its own buffer
-  // from run to run (prepare_output). A
-  // spec is inferred from this run's inputs unless it is static and so are the inputs' shapes, so
-  // a static output of an input with a run-time dimension (reshape to [6], top_k) is checked every run.
+  // launch path (runtime/launch.hpp), or, for a small elementwise node (elementwise_elements), by
+  // the kernel's compute_elements on bare data. Its outputs are the slots output_slot..
+  // output_slot + N: an intermediate of the memory plan already points into the arena (a run-time
+  // shape was inferred when the plan was made); any other keeps its own buffer from run to run
+  // (prepare_output). A spec is inferred from this run's inputs unless it is static and so are the
+  // inputs' shapes, so a static output of an input with a run-time dimension (reshape to [6],
+  // top_k) is checked every run.
   template <auto Op, class Kernel, std::size_t D, std::size_t K, std::size_t N>
   struct op_step {
     static constexpr bool expensive = is_expensive<Kernel>;
@@ -308,15 +308,19 @@ struct static_steps {
       const std::span<tensor> ys(&s.slots[i.output_slot], N);
       const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
       void* const planned_at = ys[0].data();
-      // A small elementwise node in the arena, on a host policy (host_copies: its kernels read the
-      // slots' memory where it is): the kernel on its inputs' and output's data, whose shapes are
-      // the static ones (the input steps check the feeds).
+      // A small elementwise node on a host policy (host_copies: its kernels read the slots' memory
+      // where it is): the kernel on its inputs' and output's data, whose shapes are the static ones
+      // (the input steps check the feeds); an output outside the arena (a fetched one) in its own
+      // buffer, kept from run to run while nothing else holds it.
       if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
                     std::is_base_of_v<host_copies, typename Kernel::device_type>) {
-        if (in_arena && i.elementwise_elements != 0) {
+        if (i.elementwise_elements != 0) {
+          if (!in_arena)
+            if (status prepared = prepare_output(g.template get<D>(), ys[0], i.spec); !prepared.ok())
+              return st = with_node(i, prepared), true;
           std::array<const void*, K> data;
           for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
-          if (status result = Kernel::compute_elements(Op, data, planned_at, i.elementwise_elements); !result.ok())
+          if (status result = Kernel::compute_elements(Op, data, ys[0].data(), i.elementwise_elements); !result.ok())
             st = with_node(i, result);
           else if (!st.ok())
             st = ok_status();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -79,6 +80,55 @@ struct fused_eval<T, fused::binary<Op, A, B>> {
   }
 };
 
+// Element i of a group's expression, op by op as Eigen's evaluator computes one coefficient (its
+// coeff(i), what its loop does for the elements short of a packet), from the leaves' data: for a
+// few elements on bare data, where building the maps and the evaluator costs more than the ops. A
+// unary op is its own Eigen expression (unary_expression, gelu_expression) on a one-element map of
+// its operand, so its scalar form is not written a second time.
+template <class T, class Node>
+struct fused_scalar;
+
+template <class T, std::size_t I, fused::leaf_layout Layout>
+struct fused_scalar<T, fused::leaf<I, Layout>> {
+  template <std::size_t Leaves>
+  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+    if constexpr (Layout == fused::leaf_layout::scalar) return *data[I];
+    else return data[I][i];
+  }
+};
+
+template <class T, double Value>
+struct fused_scalar<T, fused::constant<Value>> {
+  template <std::size_t Leaves>
+  static T at(const std::array<const T*, Leaves>&, Eigen::Index) {
+    return static_cast<T>(Value);
+  }
+};
+
+template <class T, auto Op, class X>
+struct fused_scalar<T, fused::unary<Op, X>> {
+  template <std::size_t Leaves>
+  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+    using op_type = std::remove_cvref_t<decltype(Op)>;
+    const T x = fused_scalar<T, X>::at(data, i);
+    const Eigen::TensorMap<Eigen::Tensor<const T, 1, Eigen::RowMajor, Eigen::DenseIndex>> m(&x, 1);
+    const auto coefficient = [](const auto& e) {
+      const Eigen::DefaultDevice device;
+      return static_cast<T>(Eigen::TensorEvaluator<const std::remove_cvref_t<decltype(e)>, Eigen::DefaultDevice>(e, device).coeff(0));
+    };
+    if constexpr (std::is_same_v<op_type, ops::gelu>) return coefficient(gelu_expression<Op.approximate, T>(m));
+    else return coefficient(unary_expression<op_type, T>(Op, m));
+  }
+};
+
+template <class T, auto Op, class A, class B>
+struct fused_scalar<T, fused::binary<Op, A, B>> {
+  template <std::size_t Leaves>
+  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+    return binary_functor<std::remove_cvref_t<decltype(Op)>, T>()(fused_scalar<T, A>::at(data, i), fused_scalar<T, B>::at(data, i));
+  }
+};
+
 }  // namespace detail
 
 template <class Op, class Device, class T>
@@ -107,16 +157,35 @@ struct fused_elementwise_kernel {
   }
 
   // n elements of every leaf and of the output, on bare data (elementwise_data_kernel): one pass on
-  // this thread (a row leaf then holds the one row, a scalar leaf is a group of one element).
+  // this thread (a row leaf then holds the one row, a scalar leaf is a group of one element). Fewer
+  // elements than Eigen's loop takes a packet for: element by element (fused_scalar), the same
+  // operations on the same values as that loop, so the same results.
   static status compute_elements(const Op&, const std::array<const void*, leaves>& in, void* out, std::int64_t n) {
-    elements(in, static_cast<T*>(out), n, std::make_index_sequence<leaves>{});
+    if (n < scalar_below) {
+      const std::array<const T*, leaves> data = [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+        return std::array<const T*, leaves>{static_cast<const T*>(in[Is])...};
+      }(std::make_index_sequence<leaves>{});
+      T* y = static_cast<T*>(out);
+      for (Eigen::Index i = 0; i < n; ++i) y[i] = detail::fused_scalar<T, tree>::at(data, i);
+    } else {
+      elements(in, static_cast<T*>(out), n, std::make_index_sequence<leaves>{});
+    }
     return ok_status();
   }
 
  private:
+  // The assignment of the group's expression (elements) and the size below which Eigen's loop
+  // evaluates it coefficient by coefficient: its packet, or any size when it does not vectorise.
+  using maps_type = detail::fused_maps<T, leaves>;
+  using assignment_type = typeflow::detail::assignment<
+      typename maps_type::out_map, decltype(detail::fused_eval<T, tree>::make(std::declval<const maps_type&>()))>;
+  static constexpr Eigen::Index scalar_below = [] {
+    if constexpr (assignment_type::vectorized) return Eigen::Index{assignment_type::range::PacketSize};
+    else return Eigen::Index{small_elementwise_elements + 1};
+  }();
+
   template <std::size_t... Is>
   static void elements(const std::array<const void*, leaves>& in, T* out, Eigen::Index n, std::index_sequence<Is...>) {
-    using maps_type = detail::fused_maps<T, leaves>;
     const std::array<const T*, leaves> data{static_cast<const T*>(in[Is])...};
     const Eigen::array<Eigen::Index, 1> dims{n};
     const maps_type m{typename maps_type::out_map(out, dims), {typename maps_type::map(data[Is], dims)...}, data};
@@ -138,7 +207,6 @@ struct fused_elementwise_kernel {
   // batch 1 on a 2-core Xeon.
   template <std::size_t... Is>
   static void run(kernel_context<Device>& ctx, Eigen::Index outer, Eigen::Index inner, std::index_sequence<Is...>) {
-    using maps_type = detail::fused_maps<T, leaves>;
     static constexpr auto layouts = fused::leaf_layouts<tree>;
     T* out = ctx.outputs[0].template unchecked_data<T>();
     std::array<const T*, leaves> data{ctx.inputs[Is].template unchecked_data<const T>()...};
