@@ -704,6 +704,75 @@ TEMPLATE_TEST_CASE_SIG("session: fused groups of every unary op run on bare data
   }
 }
 
+namespace {
+
+// How the add kernel of the host policies ran: on tensors (compute) or on bare data.
+struct add_calls {
+  static inline int tensors = 0;
+  static inline int bare = 0;
+};
+
+template <class Op, class Device, class T>
+struct counting_add_kernel : tf::cpu_kernels::eigen_binary_kernel<Op, Device, T> {
+  using base = tf::cpu_kernels::eigen_binary_kernel<Op, Device, T>;
+  static tf::status compute(const Op& op, tf::kernel_context<Device>& ctx) {
+    ++add_calls::tensors;
+    return base::compute(op, ctx);
+  }
+  static tf::status compute_elements(const Op& op, const std::array<const void*, 2>& in, void* out, std::int64_t n) {
+    ++add_calls::bare;
+    return base::compute_elements(op, in, out, n);
+  }
+};
+
+using counting_registry = tf::registry<
+    tf::kernel_list<tf::kernel_family<counting_add_kernel, tf::ops::add, tf::devices<tf::cpu>, tf::dtypes<float>>>,
+    tf::cpu_kernel_list>;
+
+}  // namespace
+
+TEST_CASE("session: fetched small adds run on bare data; a broadcast one on tensors", "[session][elementwise]") {
+  tf::cpu device;
+  // y is fetched and read by z; z is fetched; w broadcasts [2, 5] + [5].
+  constexpr auto y = ea + eb;
+  constexpr auto z = y * ea;
+  constexpr auto em = tf::input<"m", float, static_shape<2, 5>>;
+  constexpr auto w = em + y;
+  tf::session<decltype(tf::graph(z, w)), tf::cpu, counting_registry, false> s(tf::graph(z, w), device);
+  add_calls::tensors = add_calls::bare = 0;
+  const auto at = random_tensor<float>(tf::shape{5}, 51);
+  const auto bt = random_tensor<float>(tf::shape{5}, 52);
+  const auto mt = random_tensor<float>(tf::shape{2, 5}, 53);
+  for (int run = 0; run < 3; ++run) {
+    auto r = s.run(tf::feed(ea, at), tf::feed(eb, bt), tf::feed(em, mt), tf::fetch(y),
+                   tf::fetch(z), tf::fetch(w));
+    REQUIRE(r.ok());
+    const auto av = at.unchecked_values<const float>();
+    const auto bv = bt.unchecked_values<const float>();
+    const auto mv = mt.unchecked_values<const float>();
+    for (std::int64_t i = 0; i < 5; ++i) {
+      const float sum = av[i] + bv[i];
+      CHECK(std::get<0>(*r)[i] == sum);
+      CHECK(std::get<1>(*r)[i] == sum * av[i]);
+      CHECK(std::get<2>(*r)[i] == mv[i] + sum);
+      CHECK(std::get<2>(*r)[5 + i] == mv[5 + i] + sum);
+    }
+  }
+  CHECK(add_calls::bare == 3);     // y, fetched and read by z: on bare data, in its own buffer
+  CHECK(add_calls::tensors == 3);  // w broadcasts
+}
+
+// Which fused groups run element by element on bare data: fewer elements than Eigen's loop takes
+// a packet for, or any number when the group's expression does not vectorise.
+TEST_CASE("fused kernel: bare data element by element below a packet", "[session][elementwise]") {
+  using layout = tf::fused::leaf_layout;
+  using tree = tf::fused::binary<tf::ops::add{}, tf::fused::leaf<0, layout::full>, tf::fused::leaf<1, layout::full>>;
+  using kernel = tf::cpu_kernels::fused_elementwise_kernel<tf::ops::fused_elementwise<tree>, tf::cpu, float>;
+  STATIC_REQUIRE(kernel::scalar_below == Eigen::internal::packet_traits<float>::size);
+  STATIC_REQUIRE(kernel::scalar_below > 3);    // the 3-element groups above: fused_scalar
+  STATIC_REQUIRE(kernel::scalar_below <= 16);  // the 16-element ones: Eigen's loop
+}
+
 TEST_CASE("session: a fetched node on bare data leaves the result a caller holds as it was", "[session][elementwise]") {
   tf::cpu device;
   tf::session<small_graph, tf::cpu> s(small_graph{}, device);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // launch: the one way an op's kernel runs on tensors, for eager calls (call.hpp), the static executor
-// and the runtime executor alike (the static executor runs a small elementwise node in its arena on
-// bare data instead: elementwise_data_kernel, kernels/kernel.hpp). Each front end decides where an
+// and the runtime executor alike (the static executor runs a small elementwise node on bare data
+// instead: elementwise_data_kernel, kernels/kernel.hpp). Each front end decides where an
 // output's buffer comes from (a fresh allocation, the memory plan's arena, its own buffer from the
 // last run, an input it forwards) and whether its spec is known or inferred; prepare_outputs walks
 // the outputs with those two answers.

@@ -186,8 +186,8 @@ class static_executor {
       else if (graph::kinds[p] == node_kind::assign) i.index = graph::variable_index[graph::position_of_id(graph::assigned[p])];
       i.value = graph::constant_values[p];
       i.plannable = PlanMemory && memory::plannable[p];
-      // An op or fused step with one output, in the arena or not (a fetched output keeps a buffer of
-      // its own).
+      // An op or fused step with one output, in the arena or not (an output the plan leaves out,
+      // fetched or kept by an assign or a transfer, keeps a buffer of its own).
       const bool one_output = (step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused) &&
                               !graph::multi_output[p];
       if (PlanMemory && one_output && i.inputs_known && i.spec.dims.is_fully_defined()) {

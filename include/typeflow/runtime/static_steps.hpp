@@ -310,8 +310,9 @@ struct static_steps {
       void* const planned_at = ys[0].data();
       // A small elementwise node on a host policy (host_copies: its kernels read the slots' memory
       // where it is): the kernel on its inputs' and output's data, whose shapes are the static ones
-      // (the input steps check the feeds); an output outside the arena (a fetched one) in its own
-      // buffer, kept from run to run while nothing else holds it.
+      // (the input steps check the feeds); an output outside the arena (fetched, read by an assign
+      // or a transfer, or on a device the node was placed on) in its own buffer, kept from run to
+      // run while nothing else holds it.
       if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
                     std::is_base_of_v<host_copies, typename Kernel::device_type>) {
         if (i.elementwise_elements != 0) {

@@ -2,8 +2,9 @@
 // The host kernel of fused_elementwise<Tree>: the tree becomes one Eigen expression, assigned to
 // the output by parallel_assign (or, with row inputs, by assign_range on units of rows split over
 // the policy's threads), so the whole chain is one vectorised (and, on thread_pool, parallel) pass
-// with no intermediate tensors. Without row inputs the pass is over
-// the flat output; with them it is row by row of the output, a row input a vector in each.
+// with no intermediate tensors. Without row inputs the pass is over the flat output; with them it
+// is row by row of the output, a row input a vector in each. On bare data, fewer elements than a
+// packet are computed one by one, op by op (fused_scalar), without building the expression.
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -12,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -84,14 +86,17 @@ struct fused_eval<T, fused::binary<Op, A, B>> {
 // coeff(i), what its loop does for the elements short of a packet), from the leaves' data: for a
 // few elements on bare data, where building the maps and the evaluator costs more than the ops. A
 // unary op is its own Eigen expression (unary_expression, gelu_expression) on a one-element map of
-// its operand, so its scalar form is not written a second time.
+// its operand, so its scalar form is not written a second time; that expression's evaluator is set
+// up and cleaned up as Eigen's loop does it (for the coefficient-wise expressions there are, both
+// do nothing). Inlined throughout, as Eigen's evaluators are, so that a compiler that contracts a
+// multiply and an add into one instruction sees the same operations together in both.
 template <class T, class Node>
 struct fused_scalar;
 
 template <class T, std::size_t I, fused::leaf_layout Layout>
 struct fused_scalar<T, fused::leaf<I, Layout>> {
   template <std::size_t Leaves>
-  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+  static EIGEN_STRONG_INLINE T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
     if constexpr (Layout == fused::leaf_layout::scalar) return *data[I];
     else return data[I][i];
   }
@@ -100,7 +105,7 @@ struct fused_scalar<T, fused::leaf<I, Layout>> {
 template <class T, double Value>
 struct fused_scalar<T, fused::constant<Value>> {
   template <std::size_t Leaves>
-  static T at(const std::array<const T*, Leaves>&, Eigen::Index) {
+  static EIGEN_STRONG_INLINE T at(const std::array<const T*, Leaves>&, Eigen::Index) {
     return static_cast<T>(Value);
   }
 };
@@ -108,23 +113,31 @@ struct fused_scalar<T, fused::constant<Value>> {
 template <class T, auto Op, class X>
 struct fused_scalar<T, fused::unary<Op, X>> {
   template <std::size_t Leaves>
-  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+  static EIGEN_STRONG_INLINE T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
     using op_type = std::remove_cvref_t<decltype(Op)>;
     const T x = fused_scalar<T, X>::at(data, i);
     const Eigen::TensorMap<Eigen::Tensor<const T, 1, Eigen::RowMajor, Eigen::DenseIndex>> m(&x, 1);
-    const auto coefficient = [](const auto& e) {
-      const Eigen::DefaultDevice device;
-      return static_cast<T>(Eigen::TensorEvaluator<const std::remove_cvref_t<decltype(e)>, Eigen::DefaultDevice>(e, device).coeff(0));
-    };
     if constexpr (std::is_same_v<op_type, ops::gelu>) return coefficient(gelu_expression<Op.approximate, T>(m));
     else return coefficient(unary_expression<op_type, T>(Op, m));
+  }
+
+ private:
+  // The one coefficient of expression e (over a one-element map).
+  template <class E>
+  static EIGEN_STRONG_INLINE T coefficient(const E& e) {
+    const Eigen::DefaultDevice device;
+    Eigen::TensorEvaluator<const E, Eigen::DefaultDevice> evaluator(e, device);
+    evaluator.evalSubExprsIfNeeded(nullptr);
+    const T value = static_cast<T>(evaluator.coeff(0));
+    evaluator.cleanup();
+    return value;
   }
 };
 
 template <class T, auto Op, class A, class B>
 struct fused_scalar<T, fused::binary<Op, A, B>> {
   template <std::size_t Leaves>
-  static T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
+  static EIGEN_STRONG_INLINE T at(const std::array<const T*, Leaves>& data, Eigen::Index i) {
     return binary_functor<std::remove_cvref_t<decltype(Op)>, T>()(fused_scalar<T, A>::at(data, i), fused_scalar<T, B>::at(data, i));
   }
 };
@@ -159,7 +172,9 @@ struct fused_elementwise_kernel {
   // n elements of every leaf and of the output, on bare data (elementwise_data_kernel): one pass on
   // this thread (a row leaf then holds the one row, a scalar leaf is a group of one element). Fewer
   // elements than Eigen's loop takes a packet for: element by element (fused_scalar), the same
-  // operations on the same values as that loop, so the same results.
+  // operations on the same values as that loop, so the same results (to the bit where the compiler
+  // contracts no multiply and add into one instruction; within that rounding where it does, as
+  // Eigen's own packet and scalar paths differ).
   static status compute_elements(const Op&, const std::array<const void*, leaves>& in, void* out, std::int64_t n) {
     if (n < scalar_below) {
       const std::array<const T*, leaves> data = [&]<std::size_t... Is>(std::index_sequence<Is...>) {
@@ -173,16 +188,17 @@ struct fused_elementwise_kernel {
     return ok_status();
   }
 
- private:
-  // The assignment of the group's expression (elements) and the size below which Eigen's loop
-  // evaluates it coefficient by coefficient: its packet, or any size when it does not vectorise.
+  // The size below which Eigen's loop evaluates the group's expression (elements) coefficient by
+  // coefficient: its packet, or any size when it does not vectorise.
   using maps_type = detail::fused_maps<T, leaves>;
   using assignment_type = typeflow::detail::assignment<
       typename maps_type::out_map, decltype(detail::fused_eval<T, tree>::make(std::declval<const maps_type&>()))>;
   static constexpr Eigen::Index scalar_below = [] {
     if constexpr (assignment_type::vectorized) return Eigen::Index{assignment_type::range::PacketSize};
-    else return Eigen::Index{small_elementwise_elements + 1};
+    else return std::numeric_limits<Eigen::Index>::max();
   }();
+
+ private:
 
   template <std::size_t... Is>
   static void elements(const std::array<const void*, leaves>& in, T* out, Eigen::Index n, std::index_sequence<Is...>) {
