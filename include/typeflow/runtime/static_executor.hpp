@@ -187,7 +187,7 @@ class static_executor {
       i.value = graph::constant_values[p];
       i.plannable = PlanMemory && memory::plannable[p];
       // An op or fused step with one output, in the arena or not (an output the plan leaves out,
-      // fetched or kept by an assign or a transfer, keeps a buffer of its own).
+      // fetched, kept by an assign or a transfer, or placed, keeps a buffer of its own).
       const bool one_output = (step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused) &&
                               !graph::multi_output[p];
       if (PlanMemory && one_output && i.inputs_known && i.spec.dims.is_fully_defined()) {

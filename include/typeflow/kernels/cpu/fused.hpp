@@ -88,8 +88,9 @@ struct fused_eval<T, fused::binary<Op, A, B>> {
 // unary op is its own Eigen expression (unary_expression, gelu_expression) on a one-element map of
 // its operand, so its scalar form is not written a second time; that expression's evaluator is set
 // up and cleaned up as Eigen's loop does it (for the coefficient-wise expressions there are, both
-// do nothing). Inlined throughout, as Eigen's evaluators are, so that a compiler that contracts a
-// multiply and an add into one instruction sees the same operations together in both.
+// do nothing). Inline, as Eigen's evaluators are (neither is forced): where the compiler contracts
+// a multiply and an add into one instruction (FMA, -ffp-contract=fast), it may do so in one path
+// and not the other.
 template <class T, class Node>
 struct fused_scalar;
 
