@@ -62,7 +62,12 @@ echo "== subproject consumer"
 mkdir -p "$work/sub/subprojects"
 cp "$src/test/consumer/subproject/meson.build" "$src/test/consumer/main.cpp" "$src/test/consumer/cuda_main.cpp" "$work/sub/"
 ln -s "$src" "$work/sub/subprojects/typeflow"
-meson setup "$work/sub/build" "$work/sub" >"$work/sub-setup.log"
+# The subproject, not the install above: PKG_CONFIG_PATH still names the install (and a typeflow
+# installed on the system would be found too), so both dependencies are forced to their fallback.
+PKG_CONFIG_PATH= meson setup --force-fallback-for=typeflow,typeflow-cuda "$work/sub/build" "$work/sub" \
+  >"$work/sub-setup.log"
+grep -q "^Dependency typeflow found: YES .*(overridden)" "$work/sub-setup.log" ||
+  { echo "the subproject consumer did not take typeflow from the subproject:" >&2; cat "$work/sub-setup.log" >&2; exit 1; }
 # One job: this test runs beside the others (the subproject's CUDA library is the only long part).
 meson compile -C "$work/sub/build" -j 1 >"$work/sub-compile.log"
 "$work/sub/build/consumer"

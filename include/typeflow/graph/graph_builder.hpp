@@ -569,6 +569,7 @@ struct fusable_op_types;
 template <class... Ops>
 struct fusable_op_types<op_list<Ops...>> {
   static constexpr std::array<bool, sizeof...(Ops) + 1> value{is_fusable_elementwise<Ops>..., false};
+  static constexpr std::array<bool, sizeof...(Ops) + 1> cheap{is_cheap_elementwise<Ops>..., false};
 };
 }  // namespace detail
 
@@ -623,6 +624,10 @@ struct built_nodes {
   static constexpr auto fusable = each<bool>([](const detail::built_record& r, std::size_t) {
     return r.kind == node_kind::op && detail::fusable_op_types<typename built<Build>::ops>::value[r.op_type] &&
            is_floating(r.spec.type);
+  });
+  // A cheap elementwise op (what plan.hpp's cheap_nodes says of an op_node).
+  static constexpr auto cheap = each<bool>([](const detail::built_record& r, std::size_t) {
+    return r.kind == node_kind::op && detail::fusable_op_types<typename built<Build>::ops>::cheap[r.op_type];
   });
 
   static constexpr std::size_t num_edges = built<Build>::ok ? built<Build>::sizes.edges : 0;

@@ -6,6 +6,10 @@
 //    have one consumer and are not fetched, become one fused_elementwise<Tree> node that a kernel
 //    evaluates in one pass over memory. At most max_fused_ops ops per group keeps the Eigen
 //    expression, and its compile time, bounded.
+//  - Duplication: a group of cheap ops (add, sub, mul, neg, ...) read by several fused groups is
+//    computed again inside each of them instead of being a step of its own, where that moves no
+//    more memory than writing its result once and reading it in each (XLA's fusion duplicates
+//    cheap producers in the same way).
 //  - Steps: the positions to run, in topological order, fused interiors left out.
 // Everything is a constexpr loop over the graph's arrays; only the fused trees are built as types.
 #pragma once
@@ -30,6 +34,8 @@
 namespace typeflow {
 
 inline constexpr std::size_t max_fused_ops = 24;
+// The most groups (reads) one duplicated group is computed in.
+inline constexpr std::size_t max_duplicated_reads = 4;
 
 namespace detail {
 
@@ -55,6 +61,24 @@ struct fusable_nodes<node_list<Nodes...>> {
 template <auto Build>
 struct fusable_nodes<built_nodes<Build>> {  // on the session's first device, which fuses
   static constexpr const auto& value = built_nodes<Build>::fusable;
+};
+
+// Which nodes are cheap elementwise ops (is_cheap_elementwise): those a fused group may compute
+// again in each group that reads it.
+template <class List>
+struct cheap_nodes;
+template <class... Nodes>
+struct cheap_nodes<node_list<Nodes...>> {
+  template <class Node>
+  static constexpr bool cheap() {
+    if constexpr (Node::kind == node_kind::op) return is_cheap_elementwise<typename Node::op_type>;
+    else return false;
+  }
+  static constexpr std::array<bool, sizeof...(Nodes)> value{cheap<unplaced_node_t<Nodes>>()...};
+};
+template <auto Build>
+struct cheap_nodes<built_nodes<Build>> {
+  static constexpr const auto& value = built_nodes<Build>::cheap;
 };
 
 // How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.
@@ -91,15 +115,6 @@ struct static_plan {
     return n;
   }();
 
-  // Edges from needed nodes (a node read twice by one consumer counts twice).
-  static constexpr std::array<std::size_t, size> consumers = [] {
-    std::array<std::size_t, size> c{};
-    for (std::size_t i = 0; i < size; ++i)
-      if (needed[i])
-        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) ++c[Graph::input(i, j)];
-    return c;
-  }();
-
   // Node i is elementwise: a fusable op whose every input covers its output. Such a node may be
   // in a fused group, and may write over an input (static_memory_plan's forwarding).
   static constexpr std::array<bool, size> elementwise = [] {
@@ -117,44 +132,134 @@ struct static_plan {
     return c;
   }();
 
-  struct grouping {
-    std::array<std::size_t, size> root{};   // the group a node belongs to, named by its last node
-    std::array<std::size_t, size> ops{};    // for a root: the ops in its group
+  // The needed nodes that read each node, one entry a read: node[begin[i]] .. node[begin[i + 1] - 1].
+  static constexpr std::size_t num_reads = [] {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < size; ++i) n += needed[i] ? Graph::num_inputs[i] : 0;
+    return n;
+  }();
+  struct reader_lists {
+    std::array<std::size_t, size + 1> begin{};
+    std::array<std::size_t, num_reads + 1> node{};  // + 1: never empty
   };
-  static constexpr grouping groups = [] {
-    grouping g{};
-    std::array<std::size_t, size> consumer{};
+  static constexpr reader_lists readers = [] {
+    reader_lists r{};
     for (std::size_t i = 0; i < size; ++i)
       if (needed[i])
-        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) consumer[Graph::input(i, j)] = i;
+        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) ++r.begin[Graph::input(i, j) + 1];
+    for (std::size_t i = 0; i < size; ++i) r.begin[i + 1] += r.begin[i];
+    std::array<std::size_t, size> filled{};
+    for (std::size_t i = 0; i < size; ++i)
+      if (needed[i])
+        for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) {
+          const std::size_t q = Graph::input(i, j);
+          r.node[r.begin[q] + filled[q]++] = i;
+        }
+    return r;
+  }();
+  // Reads of node i by needed nodes (a node read twice by one consumer counts twice).
+  static constexpr std::size_t consumers(std::size_t i) { return readers.begin[i + 1] - readers.begin[i]; }
+
+  struct grouping {
+    std::array<std::size_t, size> root{};   // the group a node belongs to, named by its last node
+    std::array<std::size_t, size> ops{};    // for a root: the ops its tree computes, duplicated ones included
+    std::array<bool, size> duplicated{};    // for a root: computed inside each group that reads it
+  };
+  // Whether op node i is computed by group `root`'s tree under grouping g, i being met on a walk
+  // from the root: a node of the group, or of a group it duplicates.
+  static constexpr bool member(const grouping& g, std::size_t root, std::size_t i) {
+    return Graph::kinds[i] == node_kind::op && (g.root[i] == root || g.duplicated[g.root[i]]);
+  }
+  struct leaf_set {
+    std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
+    std::size_t count = 0;
+  };
+  static constexpr leaf_set walk_leaves(const grouping& g, std::size_t root) {
+    leaf_set l;
+    std::array<std::size_t, 2 * max_fused_ops + 2> stack{};
+    std::size_t top = 0;
+    stack[top++] = root;
+    while (top > 0) {
+      const std::size_t p = stack[--top];
+      if (member(g, root, p)) {
+        for (std::size_t j = Graph::num_inputs[p]; j-- > 0;) stack[top++] = Graph::input(p, j);
+      } else if (Graph::kinds[p] != node_kind::constant) {
+        bool seen = false;
+        for (std::size_t k = 0; k < l.count; ++k) seen = seen || l.positions[k] == p;
+        if (!seen) l.positions[l.count++] = p;
+      }
+    }
+    return l;
+  }
+
+  static constexpr grouping groups = [] {
+    grouping g{};
+    // Trees: a node joins the group of its one consumer.
     for (std::size_t i = size; i-- > 0;) {
       g.root[i] = i;
       g.ops[i] = 1;
-      if (!needed[i] || !candidate[i] || consumers[i] != 1 || fetched[i]) continue;
-      const std::size_t c = consumer[i];
+      if (!needed[i] || !candidate[i] || consumers(i) != 1 || fetched[i]) continue;
+      const std::size_t c = readers.node[readers.begin[i]];
       const std::size_t r = g.root[c];
       if (candidate[c] && Graph::specs[i] == Graph::specs[c] && g.ops[r] < max_fused_ops) {
         g.root[i] = r;
         ++g.ops[r];
       }
     }
+    // Duplication, producers first (a group's tree, with what it duplicates, is final when its
+    // readers decide): a group of cheap ops read only by fused groups of its spec, each of which
+    // stays within max_fused_ops with it, goes into each of them when that moves no more memory:
+    // k reads of a group with L leaves cost k * L element reads inside them, against L + 1 + k
+    // for a step that writes its result once, so (k - 1) * L <= k + 1.
+    std::array<bool, size> cheap{};  // for a root: every op of its tree is cheap
+    for (std::size_t i = 0; i < size; ++i) cheap[i] = true;
+    for (std::size_t i = 0; i < size; ++i)
+      if (Graph::kinds[i] == node_kind::op)
+        cheap[g.root[i]] = cheap[g.root[i]] && detail::cheap_nodes<typename Graph::nodes>::value[i];
+    for (std::size_t d = 0; Fuse && d < size; ++d) {
+      const std::size_t k = consumers(d);
+      if (g.root[d] != d || !needed[d] || !candidate[d] || fetched[d] || !cheap[d] || k < 2 ||
+          k > max_duplicated_reads)
+        continue;
+      // The groups that read d, each with the ops it would take in (d's tree once per read).
+      std::array<std::size_t, max_duplicated_reads> into{}, added{};
+      std::size_t n = 0;
+      bool fits = true;
+      for (std::size_t e = readers.begin[d]; e < readers.begin[d + 1]; ++e) {
+        const std::size_t c = readers.node[e];
+        fits = fits && candidate[c] && Graph::specs[c] == Graph::specs[d];
+        std::size_t m = 0;
+        while (m < n && into[m] != g.root[c]) ++m;
+        if (m == n) into[n++] = g.root[c];
+        added[m] += g.ops[d];
+      }
+      for (std::size_t m = 0; fits && m < n; ++m) fits = g.ops[into[m]] + added[m] <= max_fused_ops;
+      // L = 0 (constants only) is not taken: a group needs an input to have a shape.
+      const std::size_t leaves = walk_leaves(g, d).count;
+      if (!fits || leaves == 0 || (k - 1) * leaves > k + 1) continue;
+      g.duplicated[d] = true;
+      for (std::size_t m = 0; m < n; ++m) g.ops[into[m]] += added[m];
+    }
     return g;
   }();
 
-  static constexpr bool is_fused_root(std::size_t i) { return groups.root[i] == i && groups.ops[i] >= 2; }
-  static constexpr bool in_group(std::size_t root, std::size_t i) {
-    return groups.root[i] == root && Graph::kinds[i] == node_kind::op;
+  static constexpr bool is_fused_root(std::size_t i) {
+    return groups.root[i] == i && !groups.duplicated[i] && groups.ops[i] >= 2;
   }
+  // Whether op node i, met on a walk from `root` through its tree, is computed by that tree (for
+  // a node of a duplicated group this holds for every group that reads it, so only along a walk).
+  static constexpr bool in_group(std::size_t root, std::size_t i) { return member(groups, root, i); }
 
   // A step runs node i: needed, not inside another node's fused group, and not a constant that
   // only fused groups read (those fold it into their tree).
   static constexpr std::array<bool, size> runs = [] {
     std::array<bool, size> r{};
     for (std::size_t i = 0; i < size; ++i)
-      r[i] = needed[i] && groups.root[i] == i && (Graph::kinds[i] != node_kind::constant || fetched[i]);
+      r[i] = needed[i] && groups.root[i] == i && !groups.duplicated[i] &&
+             (Graph::kinds[i] != node_kind::constant || fetched[i]);
     // A constant runs when a node that is not a fused group reads it through its kernel.
     for (std::size_t c = 0; c < size; ++c)
-      if (needed[c] && groups.root[c] == c && groups.ops[c] < 2)
+      if (needed[c] && groups.root[c] == c && !groups.duplicated[c] && groups.ops[c] < 2)
         for (std::size_t j = 0; j < Graph::num_inputs[c]; ++j)
           if (Graph::kinds[Graph::input(c, j)] == node_kind::constant) r[Graph::input(c, j)] = true;
     return r;
@@ -172,29 +277,9 @@ struct static_plan {
     return s;
   }();
 
-  struct leaf_set {
-    std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
-    std::size_t count = 0;
-  };
   // The inputs of group `root` from outside it (constants are folded into the tree), in the
   // order a depth-first walk from the root meets them, each once.
-  static constexpr leaf_set leaves_of(std::size_t root) {
-    leaf_set l;
-    std::array<std::size_t, 2 * max_fused_ops + 2> stack{};
-    std::size_t top = 0;
-    stack[top++] = root;
-    while (top > 0) {
-      const std::size_t p = stack[--top];
-      if (in_group(root, p)) {
-        for (std::size_t j = Graph::num_inputs[p]; j-- > 0;) stack[top++] = Graph::input(p, j);
-      } else if (Graph::kinds[p] != node_kind::constant) {
-        bool seen = false;
-        for (std::size_t k = 0; k < l.count; ++k) seen = seen || l.positions[k] == p;
-        if (!seen) l.positions[l.count++] = p;
-      }
-    }
-    return l;
-  }
+  static constexpr leaf_set leaves_of(std::size_t root) { return walk_leaves(groups, root); }
   template <std::size_t Root>
   static constexpr auto leaf_positions = [] {
     constexpr leaf_set l = leaves_of(Root);
