@@ -6,9 +6,9 @@
 //    have one consumer and are not fetched, become one fused_elementwise<Tree> node that a kernel
 //    evaluates in one pass over memory. At most max_fused_ops ops per group keeps the Eigen
 //    expression, and its compile time, bounded.
-//  - Duplication: a group of cheap ops (add, sub, mul, neg, ...) read by several fused groups is
-//    computed again inside each of them instead of being a step of its own, where that moves no
-//    more memory than writing its result once and reading it in each (XLA's fusion duplicates
+//  - Duplication: a cheap op of one input (x * 0.5, x - 1, relu(x), ...) that several fused groups
+//    read is computed again inside each of them instead of being a step of its own, which moves
+//    less memory than writing its result once and reading it in each (XLA's fusion duplicates
 //    cheap producers in the same way).
 //  - Steps: the positions to run, in topological order, fused interiors left out.
 // Everything is a constexpr loop over the graph's arrays; only the fused trees are built as types.
@@ -34,7 +34,7 @@
 namespace typeflow {
 
 inline constexpr std::size_t max_fused_ops = 24;
-// The most groups (reads) one duplicated group is computed in.
+// The most reads of one duplicated op (each a copy of it in a group's tree).
 inline constexpr std::size_t max_duplicated_reads = 4;
 
 namespace detail {
@@ -163,7 +163,7 @@ struct static_plan {
   struct grouping {
     std::array<std::size_t, size> root{};   // the group a node belongs to, named by its last node
     std::array<std::size_t, size> ops{};    // for a root: the ops its tree computes, duplicated ones included
-    std::array<bool, size> duplicated{};    // for a root: computed inside each group that reads it
+    std::array<bool, size> duplicated{};    // a single op computed inside each group that reads it
   };
   // Whether op node i is computed by group `root`'s tree under grouping g, i being met on a walk
   // from the root: a node of the group, or of a group it duplicates.
@@ -206,22 +206,19 @@ struct static_plan {
         ++g.ops[r];
       }
     }
-    // Duplication, producers first (a group's tree, with what it duplicates, is final when its
-    // readers decide): a group of cheap ops read only by fused groups of its spec, each of which
-    // stays within max_fused_ops with it, goes into each of them when that moves no more memory:
-    // k reads of a group with L leaves cost k * L element reads inside them, against L + 1 + k
-    // for a step that writes its result once, so (k - 1) * L <= k + 1.
-    std::array<bool, size> cheap{};  // for a root: every op of its tree is cheap
-    for (std::size_t i = 0; i < size; ++i) cheap[i] = true;
-    for (std::size_t i = 0; i < size; ++i)
-      if (Graph::kinds[i] == node_kind::op)
-        cheap[g.root[i]] = cheap[g.root[i]] && detail::cheap_nodes<typename Graph::nodes>::value[i];
+    // Duplication: one cheap op of one input (constants aside) that only fused groups of its spec
+    // read, each of which stays within max_fused_ops with it, goes into each of them. It moves
+    // less memory than a step of its own at any number of reads k (k element reads of its input
+    // inside them, against 1 + 1 + k), and adds one op a read to their trees: a larger group (a
+    // tree, or more than one input) would save more steps but make larger and more distinct
+    // trees, each a kernel to compile (on a layered DAG of 1024 adds, 2.2x the compile time).
+    const auto& cheap = detail::cheap_nodes<typename Graph::nodes>::value;
     for (std::size_t d = 0; Fuse && d < size; ++d) {
       const std::size_t k = consumers(d);
-      if (g.root[d] != d || !needed[d] || !candidate[d] || fetched[d] || !cheap[d] || k < 2 ||
-          k > max_duplicated_reads)
+      if (g.root[d] != d || g.ops[d] != 1 || !needed[d] || !candidate[d] || fetched[d] || !cheap[d] || k < 2 ||
+          k > max_duplicated_reads || walk_leaves(g, d).count != 1)
         continue;
-      // The groups that read d, each with the ops it would take in (d's tree once per read).
+      // The groups that read d, each with the copies of d it would take in (one a read).
       std::array<std::size_t, max_duplicated_reads> into{}, added{};
       std::size_t n = 0;
       bool fits = true;
@@ -231,12 +228,10 @@ struct static_plan {
         std::size_t m = 0;
         while (m < n && into[m] != g.root[c]) ++m;
         if (m == n) into[n++] = g.root[c];
-        added[m] += g.ops[d];
+        ++added[m];
       }
       for (std::size_t m = 0; fits && m < n; ++m) fits = g.ops[into[m]] + added[m] <= max_fused_ops;
-      // L = 0 (constants only) is not taken: a group needs an input to have a shape.
-      const std::size_t leaves = walk_leaves(g, d).count;
-      if (!fits || leaves == 0 || (k - 1) * leaves > k + 1) continue;
+      if (!fits) continue;
       g.duplicated[d] = true;
       for (std::size_t m = 0; m < n; ++m) g.ops[into[m]] += added[m];
     }
