@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fusion: random elementwise expressions (unary ops, binary ops with full, row and scalar operands,
 // compile-time constants) on both host policies, fused = unfused = reference; fusion groups and
-// their cap; the run-time check of a layout the graph could only guess from dyn dimensions.
+// their cap; cheap ops of one input duplicated into the groups that read them, and random layered
+// DAGs with such ops; the run-time check of a layout the graph could only guess from dyn dimensions.
 #include "fusion_support.hpp"
 
 namespace tf = typeflow;
@@ -34,9 +35,9 @@ TEST_CASE("fusion: the chain is one step and groups stop at the cap") {
 }
 
 // A layered random DAG of elementwise ops over a, r and s: node (L, J) reads two nodes of layer
-// L - 1, so most nodes have several readers; its ops mix cheap ones (an op of one input, such as
-// x * 0.5, duplicated into the groups that read it) with tanh and sigmoid (never duplicated), and
-// row-shaped nodes read by full ones.
+// L - 1, so most nodes have several readers; its ops mix cheap ones with tanh and sigmoid (never
+// duplicated), and row-shaped nodes read by full ones. What gets duplicated is layer 0's a * 0.5
+// and any x op x, the cheap ops of one input.
 template <std::uint64_t Seed, int L, int J>
 inline constexpr auto dag_node = [] {
   constexpr std::uint64_t v = next(Seed * 131 + static_cast<std::uint64_t>(L * 17 + J)) >> 33;
@@ -63,7 +64,7 @@ inline constexpr auto random_dag = dag_node<Seed, 4, 0> + dag_node<Seed, 4, 1> +
 
 // Duplicated ops in the plan of check_expression's graph for Expression.
 template <auto Expression>
-constexpr std::size_t duplicated_groups() {
+constexpr std::size_t duplicated_ops() {
   using g = decltype(tf::graph(Expression + (a + r + s) * 0.0_c));
   using plan = tf::static_plan<g, true, g::size - 1>;
   std::size_t n = 0;
@@ -127,11 +128,15 @@ TEST_CASE("fusion: a cheap op of one input read by several groups is computed in
   constexpr auto capped = chain_of<22>(d + a) * d;  // 1 + 22 + 1 ops, d read twice: 24 + 2 > 24
   using g8 = decltype(tf::graph(capped));
   STATIC_REQUIRE_FALSE(tf::static_plan<g8, true, g8::size - 1>::groups.duplicated[g8::position<decltype(d)>()]);
+  constexpr auto full = chain_of<20>(d + a) * d;  // 1 + 20 + 1 ops and two reads: 24
+  using g11 = decltype(tf::graph(full));
+  STATIC_REQUIRE(tf::static_plan<g11, true, g11::size - 1>::groups.duplicated[g11::position<decltype(d)>()]);
+  STATIC_REQUIRE(tf::static_plan<g11, true, g11::size - 1>::groups.ops[g11::size - 1] == tf::max_fused_ops);
 
   // The random DAGs run below duplicate ops.
-  STATIC_REQUIRE(duplicated_groups<random_dag<2>>() > 0);
-  STATIC_REQUIRE(duplicated_groups<random_dag<5>>() > 0);
-  STATIC_REQUIRE(duplicated_groups<random_dag<8>>() > 0);
+  STATIC_REQUIRE(duplicated_ops<random_dag<2>>() > 0);
+  STATIC_REQUIRE(duplicated_ops<random_dag<5>>() > 0);
+  STATIC_REQUIRE(duplicated_ops<random_dag<8>>() > 0);
 }
 
 TEMPLATE_LIST_TEST_CASE("fusion: duplicated ops, fused = unfused = reference", "[fusion]", tf::test::device_policies) {

@@ -526,7 +526,7 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   using bare = typename executors::bare;
   using through_tensors = typename executors::through_tensors;
   // Unfused: add, mul, max, div, sub, exp, neg, and the last add, fetched: in a buffer of its own.
-  // Fused: the group below the fetched add, and that add.
+  // Fused: ea + eb (two inputs, read twice: a step of its own) and the group of the fetched add.
   CHECK(bare_data_steps<bare>() == (fuse ? 2 : 8));
   CHECK(bare_data_steps<through_tensors>() == 0);
   for (const auto& info : bare::infos)

@@ -6,10 +6,10 @@
 //    have one consumer and are not fetched, become one fused_elementwise<Tree> node that a kernel
 //    evaluates in one pass over memory. At most max_fused_ops ops per group keeps the Eigen
 //    expression, and its compile time, bounded.
-//  - Duplication: a cheap op of one input (x * 0.5, x - 1, relu(x), ...) that several fused groups
-//    read is computed again inside each of them instead of being a step of its own, which moves
-//    less memory than writing its result once and reading it in each (XLA's fusion duplicates
-//    cheap producers in the same way).
+//  - Duplication: a cheap op of one input (x * 0.5, x - 1, relu(x), ...) read 2 to 4 times, only
+//    by fusable ops of its spec, is computed again inside each tree that reads it instead of being
+//    a step of its own, which moves less memory than writing its result once and reading it in
+//    each (XLA's fusion duplicates cheap producers in the same way).
 //  - Steps: the positions to run, in topological order, fused interiors left out.
 // Everything is a constexpr loop over the graph's arrays; only the fused trees are built as types.
 #pragma once
@@ -166,9 +166,9 @@ struct static_plan {
     std::array<bool, size> duplicated{};    // a single op computed inside each group that reads it
   };
   // Whether op node i is computed by group `root`'s tree under grouping g, i being met on a walk
-  // from the root: a node of the group, or of a group it duplicates.
+  // from the root: a node of the group, or a duplicated op it reads.
   static constexpr bool member(const grouping& g, std::size_t root, std::size_t i) {
-    return Graph::kinds[i] == node_kind::op && (g.root[i] == root || g.duplicated[g.root[i]]);
+    return Graph::kinds[i] == node_kind::op && (g.root[i] == root || g.duplicated[i]);
   }
   struct leaf_set {
     std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
@@ -209,9 +209,9 @@ struct static_plan {
     // Duplication: one cheap op of one input (constants aside) that only fused groups of its spec
     // read, each of which stays within max_fused_ops with it, goes into each of them. It moves
     // less memory than a step of its own at any number of reads k (k element reads of its input
-    // inside them, against 1 + 1 + k), and adds one op a read to their trees: a larger group (a
-    // tree, or more than one input) would save more steps but make larger and more distinct
-    // trees, each a kernel to compile (on a layered DAG of 1024 adds, 2.2x the compile time).
+    // inside them, against 1 + 1 + k), and adds one op a read to their trees. Duplicating whole
+    // groups (trees, more than one input) saved more steps but made larger and more distinct
+    // trees, each a kernel to compile (a layered DAG of 1024 adds: 2.3x the compile time).
     const auto& cheap = detail::cheap_nodes<typename Graph::nodes>::value;
     for (std::size_t d = 0; Fuse && d < size; ++d) {
       const std::size_t k = consumers(d);
@@ -242,7 +242,7 @@ struct static_plan {
     return groups.root[i] == i && !groups.duplicated[i] && groups.ops[i] >= 2;
   }
   // Whether op node i, met on a walk from `root` through its tree, is computed by that tree (for
-  // a node of a duplicated group this holds for every group that reads it, so only along a walk).
+  // a duplicated op this holds for every group that reads it, so only along a walk).
   static constexpr bool in_group(std::size_t root, std::size_t i) { return member(groups, root, i); }
 
   // A step runs node i: needed, not inside another node's fused group, and not a constant that
