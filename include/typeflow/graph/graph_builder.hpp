@@ -625,7 +625,7 @@ struct built_nodes {
     return r.kind == node_kind::op && detail::fusable_op_types<typename built<Build>::ops>::value[r.op_type] &&
            is_floating(r.spec.type);
   });
-  // A cheap elementwise op (what plan.hpp's cheap_nodes says of an op_node).
+  // A cheap elementwise op (what plan.hpp's fusable_nodes::cheap says of an op_node).
   static constexpr auto cheap = each<bool>([](const detail::built_record& r, std::size_t) {
     return r.kind == node_kind::op && detail::fusable_op_types<typename built<Build>::ops>::cheap[r.op_type];
   });

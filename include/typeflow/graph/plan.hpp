@@ -53,32 +53,23 @@ constexpr bool fusable_node() {
 // group never spans devices, since a transfer parts every edge between two.
 template <class List>
 struct fusable_nodes;
+// `cheap`: the nodes of cheap elementwise ops (is_cheap_elementwise), which a fused group may
+// compute again in each group that reads them.
 template <class... Nodes>
 struct fusable_nodes<node_list<Nodes...>> {
   static constexpr std::array<bool, sizeof...(Nodes)> value{
       (fusable_node<unplaced_node_t<Nodes>>() && fuses_elementwise<device_of_node<Nodes>>)...};
+  template <class Node>
+  static constexpr bool cheap_node() {
+    if constexpr (Node::kind == node_kind::op) return is_cheap_elementwise<typename Node::op_type>;
+    else return false;
+  }
+  static constexpr std::array<bool, sizeof...(Nodes)> cheap{cheap_node<unplaced_node_t<Nodes>>()...};
 };
 template <auto Build>
 struct fusable_nodes<built_nodes<Build>> {  // on the session's first device, which fuses
   static constexpr const auto& value = built_nodes<Build>::fusable;
-};
-
-// Which nodes are cheap elementwise ops (is_cheap_elementwise): those a fused group may compute
-// again in each group that reads it.
-template <class List>
-struct cheap_nodes;
-template <class... Nodes>
-struct cheap_nodes<node_list<Nodes...>> {
-  template <class Node>
-  static constexpr bool cheap() {
-    if constexpr (Node::kind == node_kind::op) return is_cheap_elementwise<typename Node::op_type>;
-    else return false;
-  }
-  static constexpr std::array<bool, sizeof...(Nodes)> value{cheap<unplaced_node_t<Nodes>>()...};
-};
-template <auto Build>
-struct cheap_nodes<built_nodes<Build>> {
-  static constexpr const auto& value = built_nodes<Build>::cheap;
+  static constexpr const auto& cheap = built_nodes<Build>::cheap;
 };
 
 // How input shape `in` covers output shape `out` inside a fused group, or -1 when it cannot.
@@ -165,31 +156,16 @@ struct static_plan {
     std::array<std::size_t, size> ops{};    // for a root: the ops its tree computes, duplicated ones included
     std::array<bool, size> duplicated{};    // a single op computed inside each group that reads it
   };
-  // Whether op node i is computed by group `root`'s tree under grouping g, i being met on a walk
-  // from the root: a node of the group, or a duplicated op it reads.
-  static constexpr bool member(const grouping& g, std::size_t root, std::size_t i) {
-    return Graph::kinds[i] == node_kind::op && (g.root[i] == root || g.duplicated[i]);
-  }
-  struct leaf_set {
-    std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
-    std::size_t count = 0;
-  };
-  static constexpr leaf_set walk_leaves(const grouping& g, std::size_t root) {
-    leaf_set l;
-    std::array<std::size_t, 2 * max_fused_ops + 2> stack{};
-    std::size_t top = 0;
-    stack[top++] = root;
-    while (top > 0) {
-      const std::size_t p = stack[--top];
-      if (member(g, root, p)) {
-        for (std::size_t j = Graph::num_inputs[p]; j-- > 0;) stack[top++] = Graph::input(p, j);
-      } else if (Graph::kinds[p] != node_kind::constant) {
-        bool seen = false;
-        for (std::size_t k = 0; k < l.count; ++k) seen = seen || l.positions[k] == p;
-        if (!seen) l.positions[l.count++] = p;
-      }
+  // Node i reads one node besides constants (once or more).
+  static constexpr bool one_input(std::size_t i) {
+    std::size_t first = size;
+    for (std::size_t j = 0; j < Graph::num_inputs[i]; ++j) {
+      const std::size_t q = Graph::input(i, j);
+      if (Graph::kinds[q] == node_kind::constant) continue;
+      if (first != size && first != q) return false;
+      first = q;
     }
-    return l;
+    return first != size;
   }
 
   static constexpr grouping groups = [] {
@@ -212,11 +188,13 @@ struct static_plan {
     // inside them, against 1 + 1 + k), and adds one op a read to their trees. Duplicating whole
     // groups (trees, more than one input) saved more steps but made larger and more distinct
     // trees, each a kernel to compile (a layered DAG of 1024 adds: 2.3x the compile time).
-    const auto& cheap = detail::cheap_nodes<typename Graph::nodes>::value;
+    // An op whose group is itself alone (ops 1) took in nothing, not even a duplicated op, so
+    // its own inputs are its tree's.
+    const auto& cheap = detail::fusable_nodes<typename Graph::nodes>::cheap;
     for (std::size_t d = 0; Fuse && d < size; ++d) {
       const std::size_t k = consumers(d);
       if (g.root[d] != d || g.ops[d] != 1 || !needed[d] || !candidate[d] || fetched[d] || !cheap[d] || k < 2 ||
-          k > max_duplicated_reads || walk_leaves(g, d).count != 1)
+          k > max_duplicated_reads || !one_input(d))
         continue;
       // The groups that read d, each with the copies of d it would take in (one a read).
       std::array<std::size_t, max_duplicated_reads> into{}, added{};
@@ -241,9 +219,11 @@ struct static_plan {
   static constexpr bool is_fused_root(std::size_t i) {
     return groups.root[i] == i && !groups.duplicated[i] && groups.ops[i] >= 2;
   }
-  // Whether op node i, met on a walk from `root` through its tree, is computed by that tree (for
-  // a duplicated op this holds for every group that reads it, so only along a walk).
-  static constexpr bool in_group(std::size_t root, std::size_t i) { return member(groups, root, i); }
+  // Whether op node i, met on a walk from `root` through its tree, is computed by that tree: a node
+  // of the group, or a duplicated op (which every group that reads it computes, so only along a walk).
+  static constexpr bool in_group(std::size_t root, std::size_t i) {
+    return Graph::kinds[i] == node_kind::op && (groups.root[i] == root || groups.duplicated[i]);
+  }
 
   // A step runs node i: needed, not inside another node's fused group, and not a constant that
   // only fused groups read (those fold it into their tree).
@@ -274,7 +254,27 @@ struct static_plan {
 
   // The inputs of group `root` from outside it (constants are folded into the tree), in the
   // order a depth-first walk from the root meets them, each once.
-  static constexpr leaf_set leaves_of(std::size_t root) { return walk_leaves(groups, root); }
+  struct leaf_set {
+    std::array<std::size_t, 2 * max_fused_ops + 2> positions{};
+    std::size_t count = 0;
+  };
+  static constexpr leaf_set leaves_of(std::size_t root) {
+    leaf_set l;
+    std::array<std::size_t, 2 * max_fused_ops + 2> stack{};
+    std::size_t top = 0;
+    stack[top++] = root;
+    while (top > 0) {
+      const std::size_t p = stack[--top];
+      if (in_group(root, p)) {
+        for (std::size_t j = Graph::num_inputs[p]; j-- > 0;) stack[top++] = Graph::input(p, j);
+      } else if (Graph::kinds[p] != node_kind::constant) {
+        bool seen = false;
+        for (std::size_t k = 0; k < l.count; ++k) seen = seen || l.positions[k] == p;
+        if (!seen) l.positions[l.count++] = p;
+      }
+    }
+    return l;
+  }
   template <std::size_t Root>
   static constexpr auto leaf_positions = [] {
     constexpr leaf_set l = leaves_of(Root);

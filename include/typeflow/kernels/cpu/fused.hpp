@@ -200,7 +200,6 @@ struct fused_elementwise_kernel {
   }();
 
  private:
-
   template <std::size_t... Is>
   static void elements(const std::array<const void*, leaves>& in, T* out, Eigen::Index n, std::index_sequence<Is...>) {
     const std::array<const T*, leaves> data{static_cast<const T*>(in[Is])...};
