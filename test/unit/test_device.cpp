@@ -5,6 +5,8 @@
 // stateful allocator alive after the policy is gone; sessions, static and runtime, run on them.
 #include "support.hpp"
 
+#include <typeflow/device/spin_team.hpp>
+#include <typeflow/device/spin_wait.hpp>
 #include <typeflow/memory/bfc_allocator.hpp>
 #include <typeflow/memory/cpu_allocator.hpp>
 #include <typeflow/memory/device_memory.hpp>
@@ -546,9 +548,9 @@ TEST_CASE("parallel_for's blocks give every thread an equal share", "[device][th
     }
 }
 
-TEST_CASE("thread_pool's parallel_for hands blocks to the pool's threads", "[device][threads]") {
+TEST_CASE("thread_pool's parallel_for hands blocks to its helper threads", "[device][threads]") {
   tf::thread_pool pool(2);
-  // The caller's blocks wait (up to 10 s) until a pool thread has taken one, so that a caller that
+  // The caller's blocks wait (up to 10 s) until a helper thread has taken one, so that a caller that
   // would do every block itself fails here instead of passing by being fast.
   const auto caller = std::this_thread::get_id();
   std::atomic<bool> helped{false};
@@ -563,6 +565,188 @@ TEST_CASE("thread_pool's parallel_for hands blocks to the pool's threads", "[dev
   });
   CHECK(helped);
   CHECK(blocks.load() == 8);  // four blocks a thread
+}
+
+TEST_CASE("spin_until reads its condition until it holds or the budget has passed", "[device][threads]") {
+  int reads = 0;
+  CHECK(tf::detail::spin_until([&] { return ++reads == 3; }, std::chrono::milliseconds(100)));
+  CHECK(reads == 3);
+  reads = 0;
+  CHECK_FALSE(tf::detail::spin_until([&] { return ++reads < 0; }, std::chrono::nanoseconds::zero()));
+  CHECK(reads == 1);  // no budget: one read
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(tf::detail::spin_until([] { return false; }, std::chrono::milliseconds(2)));
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(2));
+}
+
+TEST_CASE("completion waits for every helper, spinning or parked", "[device][threads]") {
+  for (const auto spin : {std::chrono::nanoseconds::zero(), std::chrono::nanoseconds(std::chrono::microseconds(200))}) {
+    for (const int delay_ms : {0, 5}) {
+      INFO("spin " << spin.count() << " ns, helpers arrive after " << delay_ms << " ms");
+      tf::detail::completion done(3);
+      std::atomic<int> arrived{0};
+      std::vector<std::thread> helpers;
+      for (int i = 0; i < 3; ++i)
+        helpers.emplace_back([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+          arrived.fetch_add(1);
+          done.arrive();
+        });
+      done.wait(spin);
+      CHECK(arrived.load() == 3);
+      for (auto& t : helpers) t.join();
+      done.reset(1);  // the next round
+      std::atomic<bool> late_arrived{false};
+      std::thread late([&] {
+        late_arrived = true;
+        done.arrive();
+      });
+      done.wait(spin);
+      CHECK(late_arrived.load());
+      late.join();
+      // Destroyed as soon as wait() returns, while the helpers may still be leaving arrive():
+      // the sanitizer builds catch a helper that touches it after that.
+      auto heap = std::make_unique<tf::detail::completion>(2);
+      std::vector<std::thread> pair;
+      for (int i = 0; i < 2; ++i) pair.emplace_back([c = heap.get()] { c->arrive(); });
+      heap->wait(spin);
+      heap.reset();
+      for (auto& t : pair) t.join();
+    }
+  }
+}
+
+TEST_CASE("spin_team runs a region on every helper and the caller, one region at a time", "[device][threads]") {
+  for (const int helpers : {1, 3}) {
+    for (const auto spin : {std::chrono::nanoseconds::zero(), std::chrono::nanoseconds(std::chrono::microseconds(200))}) {
+      INFO(helpers << " helpers, spin " << spin.count() << " ns");
+      tf::detail::spin_team team(helpers, spin);
+      CHECK(team.helpers() == helpers);
+      CHECK(team.spin() == spin);
+      struct region {
+        std::mutex m;
+        std::vector<std::thread::id> threads;
+      };
+      for (int round = 0; round < 50; ++round) {
+        // Every helper, or (every other round) the first of them only.
+        const int taking_part = round % 2 == 0 ? helpers : 1;
+        region r;
+        bool caller_ran = false, second_refused = false;
+        const bool ran = team.try_run(
+            taking_part,
+            [](void* p) noexcept {
+              auto* rp = static_cast<region*>(p);
+              std::lock_guard lock(rp->m);
+              rp->threads.push_back(std::this_thread::get_id());
+            },
+            &r, [&]() noexcept {
+              caller_ran = true;
+              // The team is held: a second region (another caller, or one from inside this one) is refused.
+              second_refused = !team.try_run(1, [](void*) noexcept {}, nullptr, []() noexcept {});
+            });
+        REQUIRE(ran);
+        CHECK(caller_ran);
+        CHECK(second_refused);
+        // Each helper taking part ran once, none of them on the caller's thread, each on a thread of its own.
+        REQUIRE(r.threads.size() == static_cast<std::size_t>(taking_part));
+        std::sort(r.threads.begin(), r.threads.end());
+        CHECK(std::adjacent_find(r.threads.begin(), r.threads.end()) == r.threads.end());
+        CHECK(std::find(r.threads.begin(), r.threads.end(), std::this_thread::get_id()) == r.threads.end());
+        // Now and then long enough for the helpers to park (spin zero: they always do).
+        if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  tf::detail::spin_team none(0, std::chrono::microseconds(200));
+  bool called = false;
+  CHECK_FALSE(none.try_run(1, [](void*) noexcept {}, nullptr, [&]() noexcept { called = true; }));
+  tf::detail::spin_team two(2, std::chrono::microseconds(200));
+  CHECK_FALSE(two.try_run(3, [](void*) noexcept {}, nullptr, [&]() noexcept { called = true; }));
+  CHECK_FALSE(two.try_run(0, [](void*) noexcept {}, nullptr, [&]() noexcept { called = true; }));
+  CHECK_FALSE(called);  // more helpers than the team has, or none, runs nothing
+  // Spins longer than a second are a second; negative ones zero.
+  two.set_spin(std::chrono::hours(1));
+  CHECK(two.spin() == tf::detail::spin_team::max_spin);
+  two.set_spin(std::chrono::nanoseconds(-5));
+  CHECK(two.spin() == std::chrono::nanoseconds::zero());
+}
+
+TEST_CASE("thread_pool's parallel_for from several threads at once, and from inside its own blocks", "[device][threads]") {
+  tf::thread_pool pool(3);
+  CHECK(pool.spin_wait() == tf::thread_pool::default_spin_wait);
+  pool.set_spin_wait(std::chrono::microseconds::max());  // no overflow: one second
+  CHECK(pool.spin_wait() == std::chrono::seconds(1));
+  for (const auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(200)}) {
+    INFO("spin " << spin.count() << " us");
+    pool.set_spin_wait(spin);
+    CHECK(pool.spin_wait() == spin);
+    {
+      // One caller: its blocks wait (up to 10 s) until a block has run on a team helper, a thread
+      // that is neither the caller nor one of the Eigen pool's.
+      const auto caller = std::this_thread::get_id();
+      std::atomic<bool> on_helper{false}, on_eigen_pool{false};
+      pool.parallel_for(64, 1e7, [&](std::int64_t, std::int64_t) {
+        if (std::this_thread::get_id() != caller) {
+          (pool.pool().CurrentThreadId() >= 0 ? on_eigen_pool : on_helper) = true;
+          return;
+        }
+        for (int i = 0; i < 10000 && !on_helper; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      });
+      CHECK(on_helper);
+      CHECK_FALSE(on_eigen_pool);
+    }
+    // Four callers share the pool: one holds the spinning helpers, the others go to the Eigen pool.
+    constexpr std::int64_t n = 5000;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 4; ++c)
+      callers.emplace_back([&] {
+        for (int call = 0; call < 40; ++call) {
+          std::vector<std::atomic<int>> seen(n);
+          pool.parallel_for(n, 1e4, [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t i = first; i < last; ++i) seen[static_cast<std::size_t>(i)].fetch_add(1);
+          });
+          if (!std::all_of(seen.begin(), seen.end(), [](const auto& s) { return s.load() == 1; })) wrong.fetch_add(1);
+        }
+      });
+    for (auto& t : callers) t.join();
+    CHECK(wrong.load() == 0);
+    // A block that splits its own work: on the caller, the inner region finds the helpers held by
+    // the outer one (and goes to the Eigen pool); on a helper, it runs there.
+    std::vector<std::atomic<int>> seen(64 * 64);
+    std::atomic<int> left_helper{0};
+    const auto caller = std::this_thread::get_id();
+    pool.parallel_for(64, 1e6, [&](std::int64_t first, std::int64_t last) {
+      const auto outer = std::this_thread::get_id();
+      const bool on_helper = outer != caller && pool.pool().CurrentThreadId() < 0;
+      for (std::int64_t row = first; row < last; ++row)
+        pool.parallel_for(64, 1e5, [&](std::int64_t a, std::int64_t b) {
+          if (on_helper && std::this_thread::get_id() != outer) left_helper.fetch_add(1);
+          for (std::int64_t i = a; i < b; ++i) seen[static_cast<std::size_t>(row * 64 + i)].fetch_add(1);
+        });
+    });
+    CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& s) { return s.load() == 1; }));
+    CHECK(left_helper.load() == 0);
+    // An inner region's exception (thrown on a helper, its caller, or the Eigen pool) reaches the
+    // inner caller, and through the outer region the outer one.
+    CHECK_THROWS_WITH(pool.parallel_for(64, 1e6,
+                                        [&](std::int64_t first, std::int64_t) {
+                                          pool.parallel_for(64, 1e5, [&](std::int64_t a, std::int64_t b) {
+                                            if (first > 0 && a <= 40 && 40 < b) throw std::runtime_error("inner block failed");
+                                          });
+                                        }),
+                      "inner block failed");
+  }
+  // Pools made and dropped with their helpers spinning (at once after a region) or parked.
+  for (int i = 0; i < 20; ++i) {
+    tf::thread_pool p(2);
+    std::atomic<std::int64_t> sum{0};
+    p.parallel_for(1000, 1e6, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t k = first; k < last; ++k) sum.fetch_add(k);
+    });
+    CHECK(sum.load() == 999 * 1000 / 2);
+    if (i % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 TEST_CASE("thread_pool's parallel_for from one of its own threads runs there, and passes exceptions on", "[device][threads]") {

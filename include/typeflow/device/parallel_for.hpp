@@ -1,32 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// parallel_for(pool, max_threads, n, cost_per_unit, f): f(first, last) over blocks of [0, n), on
-// the calling thread and up to max_threads - 1 threads of an Eigen::ThreadPool, taking nothing from
-// the heap. This is thread_pool's parallel_for, which the host kernels split their work with.
+// parallel_for(pool, team, max_threads, n, cost_per_unit, f): f(first, last) over blocks of [0, n),
+// on the calling thread and up to max_threads - 1 helpers, taking nothing from the heap. This is
+// thread_pool's parallel_for, which the host kernels split their work with. The helpers are a
+// spin_team's (device/spin_team.hpp), which wait for the next region spinning; while another caller
+// holds the team (or without one), tasks of an Eigen::ThreadPool.
 //
 // Eigen's ThreadPoolDevice::parallelFor, which it replaces, wraps every block it schedules in a
 // std::function whose closure is larger than std::function's inline buffer: a heap allocation a
-// block, dozens a step of a model. Here each helper's task captures one pointer (it
-// fits the buffer), the helpers take blocks from a shared counter (a helper that starts late, or a
-// thread that other work slows, leaves its blocks to the others), and the caller works too. Blocks
-// are sized so that the threads get equal shares (parallel_block_size).
+// block, dozens a step of a model. Here a region's state is on the caller's stack, each pool task
+// captures one pointer (it fits the buffer), the helpers take blocks from a shared counter (a helper
+// that starts late, or a thread that other work slows, leaves its blocks to the others), and the
+// caller works too, then waits for the helpers spinning before it parks (device/spin_wait.hpp).
+// Blocks are sized so that the threads get equal shares (parallel_block_size).
 //
 // How many threads: Eigen's cost model (TensorCostModel: 100,000 cycles to start, 100,000 a
 // thread), so that the split is the one Eigen's device made. Called from a thread of the same pool
 // (a kernel run by a task of this pool), the work runs on the caller: waiting there for tasks queued
-// behind it could wait forever.
-//   detail::parallel_for(pool, 4, rows, row_cycles, [&](std::int64_t first, std::int64_t last) { ... });
+// behind it could wait forever. Called from a team helper (a block that splits its own work), it
+// runs there too: the other threads are busy with the outer region.
+//   detail::parallel_for(pool, &team, 4, rows, row_cycles, [&](std::int64_t first, std::int64_t last) { ... });
 #pragma once
 
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
 #include <type_traits>
 
 #include <typeflow/core/detail/eigen.hpp>
+#include <typeflow/device/spin_team.hpp>
+#include <typeflow/device/spin_wait.hpp>
 
 namespace typeflow::detail {
 
@@ -83,41 +90,29 @@ class block_function {
   void (*call_)(void*, std::int64_t, std::int64_t);
 };
 
-// The shared state of one call: the next block to take, and the helpers still to finish.
+// The shared state of one call: the next block to take, and the first exception a block threw.
 class parallel_blocks {
  public:
-  parallel_blocks(std::int64_t n, std::int64_t block, unsigned helpers, block_function f)
-      : n_(n), block_(block), blocks_((n + block - 1) / block), f_(f), done_(helpers) {}
+  parallel_blocks(std::int64_t n, std::int64_t block, block_function f)
+      : n_(n), block_(block), blocks_((n + block - 1) / block), f_(f) {}
 
-  // Takes blocks until none is left.
-  void work() {
-    for (std::int64_t b = next_.fetch_add(1, std::memory_order_relaxed); b < blocks_;
-         b = next_.fetch_add(1, std::memory_order_relaxed)) {
-      const std::int64_t first = b * block_;
-      f_(first, std::min(n_, first + block_));
-    }
-  }
-
-  // A helper's task: its blocks, then the notification the caller waits for. An exception is kept
-  // for the caller (the first one), and stops the others from taking more blocks.
-  void help() noexcept {
+  // Takes blocks until none is left. An exception is kept for the caller (the first one), and stops
+  // the others from taking more blocks.
+  void take_blocks() noexcept {
     try {
-      work();
+      for (std::int64_t b = next_.fetch_add(1, std::memory_order_relaxed); b < blocks_;
+           b = next_.fetch_add(1, std::memory_order_relaxed)) {
+        const std::int64_t first = b * block_;
+        f_(first, std::min(n_, first + block_));
+      }
     } catch (...) {
       keep(std::current_exception());
     }
-    done_.Notify();
   }
+  static void take_blocks_of(void* state) noexcept { static_cast<parallel_blocks*>(state)->take_blocks(); }
 
-  // The caller's share; then it waits for every helper, whose task reads this object, and throws
-  // what a helper threw.
-  void run_and_wait() {
-    try {
-      work();
-    } catch (...) {
-      keep(std::current_exception());
-    }
-    done_.Wait();
+  // Once every thread has finished: what a block threw.
+  void rethrow() {
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -131,27 +126,54 @@ class parallel_blocks {
   const std::int64_t n_, block_, blocks_;
   block_function f_;
   std::atomic<std::int64_t> next_{0};
-  Eigen::Barrier done_;
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 
-// n units in blocks on `threads` threads (the caller and threads - 1 of the pool).
-inline void parallel_blocks_on(Eigen::ThreadPool& pool, int threads, std::int64_t n, block_function f) {
-  parallel_blocks state(n, parallel_block_size(n, threads), static_cast<unsigned>(threads - 1), f);
-  for (int i = 1; i < threads; ++i) pool.Schedule([s = &state] { s->help(); });
-  state.run_and_wait();
+// n units in blocks on `threads` threads: the caller and threads - 1 tasks of the pool, which the
+// caller waits for spinning up to `spin`, then parked.
+inline void parallel_blocks_on(Eigen::ThreadPool& pool, int threads, std::int64_t n, block_function f,
+                               std::chrono::nanoseconds spin = {}) {
+  parallel_blocks state(n, parallel_block_size(n, threads), f);
+  completion done(threads - 1);
+  // Each task captures one pointer, inside std::function's buffer.
+  struct region {
+    parallel_blocks& state;
+    completion& done;
+  } r{state, done};
+  for (int i = 1; i < threads; ++i)
+    pool.Schedule([p = &r] {
+      p->state.take_blocks();
+      p->done.arrive();
+    });
+  state.take_blocks();
+  done.wait(spin);
+  state.rethrow();
 }
 
+// The same on threads - 1 helpers of a spin_team, which wait for it spinning (device/spin_team.hpp),
+// when the team has that many and is free; false (nothing run) otherwise.
+inline bool parallel_blocks_on(spin_team& team, int threads, std::int64_t n, block_function f) {
+  parallel_blocks state(n, parallel_block_size(n, threads), f);
+  if (!team.try_run(threads - 1, &parallel_blocks::take_blocks_of, &state, [&]() noexcept { state.take_blocks(); }))
+    return false;
+  state.rethrow();
+  return true;
+}
+
+// On the pool's threads (team: nullptr), or on the team's where it is free.
 template <class F>
-void parallel_for(Eigen::ThreadPool& pool, int max_threads, std::int64_t n, double cost_per_unit, F&& f) {
+void parallel_for(Eigen::ThreadPool& pool, spin_team* team, int max_threads, std::int64_t n, double cost_per_unit,
+                  F&& f) {
   if (n <= 0) return;
   const int threads = parallel_threads(n, cost_per_unit, max_threads);
-  if (threads == 1 || pool.CurrentThreadId() >= 0) {
+  if (threads == 1 || pool.CurrentThreadId() >= 0 || on_spin_team_helper) {
     f(std::int64_t{0}, n);
     return;
   }
-  parallel_blocks_on(pool, threads, n, block_function(f));
+  const block_function blocks(f);
+  if (team != nullptr && parallel_blocks_on(*team, threads, n, blocks)) return;
+  parallel_blocks_on(pool, threads, n, blocks, team != nullptr ? team->spin() : std::chrono::nanoseconds{});
 }
 
 }  // namespace typeflow::detail

@@ -11,7 +11,7 @@
 //  - eigen_scratch_allocator: the same for Eigen's ThreadPoolDevice, which takes an allocator.
 // TensorFlow gives kernels scratch through the op kernel context's temporary allocations from the
 // device allocator; here the cache is per thread because kernels run on the caller's thread or on
-// the pool's threads, never handing scratch across.
+// the policy's helper threads (thread_pool's spin_team and Eigen pool), never handing scratch across.
 #pragma once
 
 #include <typeflow/fwd.hpp>

@@ -10,6 +10,7 @@
 #include <typeflow/fwd.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <typeflow/device/host_copies.hpp>
 #include <typeflow/device/parallel_for.hpp>
 #include <typeflow/device/scratch.hpp>
+#include <typeflow/device/spin_team.hpp>
 #include <typeflow/memory/device_memory.hpp>
 #include <typeflow/memory/heap_allocator.hpp>
 
@@ -43,18 +45,18 @@ class basic_thread_pool : public host_copies {
   // threads <= 0 means one per hardware thread.
   explicit basic_thread_pool(int threads = 0) requires std::default_initializable<Allocator>
       : basic_thread_pool(threads, std::in_place) {}
-  // The allocator built from `allocator_args`. The pool's threads park when they find no work
-  // instead of spinning first (Eigen's allow_spinning): parallel_for runs a kernel on the caller and
-  // at most threads - 1 of them, and the spinning took CPU from the threads that worked (on 2 cores,
-  // the transformer at batch 1: 4.1 s of CPU spinning, 3.5-3.7 s parked, for the same runs). The
-  // same binary with and without, runs interleaved: the transformer at batch 1 on 2 threads 64 ->
-  // 45-48 ms, the CNN at batch 1 1.87 -> 1.38 ms; the transformer at batch 8 was 3% and 10% slower
-  // in two measurements, and the MLP at batch 64 between 10% faster and 1% slower.
+  // The allocator built from `allocator_args`. parallel_for runs a kernel on the caller and up to
+  // threads - 1 helpers of a spin_team, which wait for the next kernel spinning for spin_wait()
+  // before they park (device/spin_team.hpp). The Eigen pool's threads park when they find no work
+  // instead of spinning first (Eigen's allow_spinning): with a kernel on the caller and at most
+  // threads - 1 of them, the spinning idle one took CPU from the threads that worked (on 2 cores,
+  // the transformer at batch 1: 4.1 s of CPU spinning, 3.5-3.7 s parked, for the same runs).
   template <class... Args>
   basic_thread_pool(int threads, std::in_place_t, Args&&... allocator_args)
       : threads_(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(std::make_unique<Eigen::ThreadPool>(threads_, /*allow_spinning=*/false)),
         eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_, &scratch_)),
+        team_(std::make_unique<detail::spin_team>(threads_ - 1, default_spin_wait)),
         memory_(std::in_place, std::forward<Args>(allocator_args)...) {}
   // Eigen's device points at this object's scratch_ allocator, so the policy stays where it is.
   basic_thread_pool(const basic_thread_pool&) = delete;
@@ -69,6 +71,18 @@ class basic_thread_pool : public host_copies {
   void set_ordinal(int ordinal) { identity_.set_ordinal(ordinal); }
   int num_threads() const noexcept { return threads_; }
 
+  // How long parallel_for's helpers wait for the next region spinning before they park, and its
+  // caller for the helpers (device/spin_team.hpp): zero parks at once, at most one second (a longer
+  // one is one second). An idle pool parks after this long; a program that runs other threads
+  // beside the pool's may want it shorter.
+  static constexpr std::chrono::microseconds default_spin_wait{200};
+  std::chrono::microseconds spin_wait() const noexcept {
+    return std::chrono::duration_cast<std::chrono::microseconds>(team_->spin());
+  }
+  void set_spin_wait(std::chrono::microseconds spin) noexcept {
+    team_->set_spin(std::min(spin, std::chrono::duration_cast<std::chrono::microseconds>(detail::spin_team::max_spin)));
+  }
+
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }
   Eigen::ThreadPool& pool() noexcept { return *pool_; }
 
@@ -78,12 +92,13 @@ class basic_thread_pool : public host_copies {
 
   result<tensor> allocate(dtype type, const shape& s) { return memory_.allocate(type, s, name(), space()); }
 
-  // Runs f(first, last) over blocks of [0, n), on the calling thread and as many of the pool's as
-  // the work is worth (Eigen's cost model), taking nothing from the heap. cost_per_unit is the cost
+  // Runs f(first, last) over blocks of [0, n), on the calling thread and as many threads as the
+  // work is worth (Eigen's cost model), taking nothing from the heap: the spinning helpers
+  // (spin_wait()), or the pool's threads while another caller has those. cost_per_unit is the cost
   // of one index in cycles. From one of the pool's own threads it runs on that thread.
   template <class F>
   void parallel_for(std::int64_t n, double cost_per_unit, F&& f) const {
-    detail::parallel_for(*pool_, threads_, n, cost_per_unit, f);
+    detail::parallel_for(*pool_, team_.get(), threads_, n, cost_per_unit, f);
   }
 
  private:
@@ -91,6 +106,7 @@ class basic_thread_pool : public host_copies {
   eigen_scratch_allocator scratch_;
   std::unique_ptr<Eigen::ThreadPool> pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_;
+  std::unique_ptr<detail::spin_team> team_;  // threads_ - 1 helpers for parallel_for
   device_memory<Allocator> memory_;
   device_identity identity_{device_type};
 };

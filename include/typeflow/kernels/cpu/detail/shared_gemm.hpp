@@ -11,7 +11,7 @@
 // the processor has AVX2 and FMA. shared_gemm's work is Eigen's own blocked GEMM, on its packing
 // routines and micro-kernel (gemm_pack_lhs,
 // gemm_pack_rhs, gebp_kernel: Eigen 3.4's internal API, which its BLAS and products use), in one
-// parallel pass (a second would wake the pool's threads again): each thread takes chunks of b's
+// parallel pass (a second would be a second region for the helper threads): each thread takes chunks of b's
 // blocks to pack until none is left, waits for the chunks others took, then computes its range of
 // c's rows (for fma_gemm, of b's panels where fma_gemm_split_by_panels says so). Eigen's OpenMP GEMM shares its packed operand between threads the same way; Eigen is
 // built here without OpenMP, and its Tensor contraction on a ThreadPoolDevice, which also shares
@@ -155,8 +155,8 @@ void gemm_rows(std::int64_t first, std::int64_t last, std::int64_t n, std::int64
   }
 }
 
-// One parallel pass over `parts` ranges of m (c's rows, or b's panels) (a second would wake the
-// pool's threads again). Each thread that starts
+// One parallel pass over `parts` ranges of m (c's rows, or b's panels) (a second would be a second
+// region for the helper threads). Each thread that starts
 //  1. takes chunks of b to pack (pack_chunk(t), t < chunks) until none is left, then waits for the
 //     chunks other threads took, which they are already packing;
 //  2. computes its range: rows(first, last).
