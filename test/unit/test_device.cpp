@@ -676,6 +676,8 @@ TEST_CASE("thread_pool's parallel_for from several threads at once, and from ins
   CHECK(pool.spin_wait() == tf::thread_pool::default_spin_wait);
   pool.set_spin_wait(std::chrono::microseconds::max());  // no overflow: one second
   CHECK(pool.spin_wait() == std::chrono::seconds(1));
+  pool.set_spin_wait(std::chrono::microseconds::min());  // nor here: zero
+  CHECK(pool.spin_wait() == std::chrono::microseconds::zero());
   for (const auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(200)}) {
     INFO("spin " << spin.count() << " us");
     pool.set_spin_wait(spin);

@@ -37,8 +37,9 @@
 
 namespace typeflow::detail {
 
-// True on a spin_team's helper threads: a region started from one of its blocks runs there
-// (parallel_for), as one started on a thread of the Eigen pool does, instead of asking more threads.
+// True on a spin_team's helper threads (of any team): a region started from one of its blocks runs
+// there (parallel_for), as one started on a thread of the Eigen pool does, instead of asking more
+// threads, which are busy with the outer region.
 inline thread_local bool on_spin_team_helper = false;
 
 class spin_team {
@@ -62,6 +63,7 @@ class spin_team {
   ~spin_team() { stop(); }
 
   int helpers() const noexcept { return static_cast<int>(threads_.size()); }
+  static constexpr int max_helpers = 0xffff;
 
   // How long the helpers and the caller spin before they park: zero parks at once, and a longer
   // spin than max_spin is max_spin.
@@ -109,8 +111,6 @@ class spin_team {
   }
 
  private:
-  static constexpr int max_helpers = 0xffff;
-
   void loop(int index) noexcept {
     // Regions are numbered from 1; one starts only when its helpers have finished the last, so a
     // helper taking part in a region has seen every region before it that it took part in.
@@ -126,7 +126,9 @@ class spin_team {
       }
       seen = generation_.load(std::memory_order_acquire);
       if (stopping_.load(std::memory_order_acquire)) return;
-      if (static_cast<int>(seen & max_helpers) <= index) continue;  // not one of this region's helpers
+      // Not one of this region's helpers: it spins for the next one again (on a pool of many
+      // threads running regions of few, the others spin through each region's budget).
+      if (static_cast<int>(seen & max_helpers) <= index) continue;
       help_(context_);
       // The team outlives its regions: a notification that comes late finds the next region's
       // caller re-checking its count, which is harmless.

@@ -14,6 +14,7 @@
 
 #include <typeflow/fwd.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,13 +35,14 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// Reads condition() until it is true (true) or `budget` has passed (false); a budget of zero or
-// less reads it once. The clock is read every 64 reads, not on each.
+// Reads condition() until it is true (true) or `budget` (at most an hour) has passed (false); a
+// budget of zero or less reads it once. The clock is read every 64 reads, not on each.
 template <class Condition>
 bool spin_until(Condition&& condition, std::chrono::nanoseconds budget) {
   if (condition()) return true;
   if (budget <= std::chrono::nanoseconds::zero()) return false;
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+  // At most an hour: the deadline must not overflow the clock.
+  const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(budget, std::chrono::hours(1));
   for (unsigned i = 1;; ++i) {
     cpu_relax();
     if (condition()) return true;

@@ -56,7 +56,7 @@ class basic_thread_pool : public host_copies {
       : threads_(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(std::make_unique<Eigen::ThreadPool>(threads_, /*allow_spinning=*/false)),
         eigen_(std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), threads_, &scratch_)),
-        team_(std::make_unique<detail::spin_team>(threads_ - 1, default_spin_wait)),
+        team_(std::make_unique<detail::spin_team>(std::min(threads_ - 1, detail::spin_team::max_helpers), default_spin_wait)),
         memory_(std::in_place, std::forward<Args>(allocator_args)...) {}
   // Eigen's device points at this object's scratch_ allocator, so the policy stays where it is.
   basic_thread_pool(const basic_thread_pool&) = delete;
@@ -80,7 +80,8 @@ class basic_thread_pool : public host_copies {
     return std::chrono::duration_cast<std::chrono::microseconds>(team_->spin());
   }
   void set_spin_wait(std::chrono::microseconds spin) noexcept {
-    team_->set_spin(std::min(spin, std::chrono::duration_cast<std::chrono::microseconds>(detail::spin_team::max_spin)));
+    team_->set_spin(std::clamp(spin, std::chrono::microseconds::zero(),
+                               std::chrono::duration_cast<std::chrono::microseconds>(detail::spin_team::max_spin)));
   }
 
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }

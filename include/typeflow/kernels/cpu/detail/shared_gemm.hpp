@@ -86,7 +86,7 @@ struct shared_gemm_blocks {
 
 // The cost of a range of c's rows, and how many threads the policy's parallel_for gives this
 // product: 1 when the work is too small for more, or when the caller is itself one of the pool's
-// threads (parallel_for then runs every range inline).
+// threads or parallel_for's helpers (parallel_for then runs every range inline).
 inline double shared_gemm_part_cost(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t parts) {
   return static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(m / parts);
 }
@@ -94,7 +94,7 @@ template <class T, class Device>
 int shared_gemm_threads(Device& device, std::int64_t m, std::int64_t n, std::int64_t k) {
   using traits = Eigen::internal::gebp_traits<T, T>;
   if constexpr (requires { device.pool().CurrentThreadId(); })
-    if (device.pool().CurrentThreadId() >= 0) return 1;
+    if (device.pool().CurrentThreadId() >= 0 || typeflow::detail::on_spin_team_helper) return 1;
   const std::int64_t most = std::clamp<std::int64_t>(m / traits::nr, 1, std::max(1, device.num_threads()));
   return typeflow::detail::parallel_threads(most, shared_gemm_part_cost(m, n, k, most), static_cast<int>(most));
 }
