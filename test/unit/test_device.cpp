@@ -595,13 +595,13 @@ TEST_CASE("completion waits for every helper, spinning or parked", "[device][thr
       done.wait(spin);
       CHECK(arrived.load() == 3);
       for (auto& t : helpers) t.join();
-      done.reset(1);  // the next round
+      tf::detail::completion one(1);
       std::atomic<bool> late_arrived{false};
       std::thread late([&] {
         late_arrived = true;
-        done.arrive();
+        one.arrive();
       });
-      done.wait(spin);
+      one.wait(spin);
       CHECK(late_arrived.load());
       late.join();
       // Destroyed as soon as wait() returns, while the helpers may still be leaving arrive():
@@ -664,11 +664,18 @@ TEST_CASE("spin_team runs a region on every helper and the caller, one region at
   CHECK_FALSE(two.try_run(3, [](void*) noexcept {}, nullptr, [&]() noexcept { called = true; }));
   CHECK_FALSE(two.try_run(0, [](void*) noexcept {}, nullptr, [&]() noexcept { called = true; }));
   CHECK_FALSE(called);  // more helpers than the team has, or none, runs nothing
+  // More helpers than a region can name: refused before any thread starts.
+  CHECK_THROWS_WITH((tf::detail::spin_team(tf::detail::spin_team::max_helpers + 1, std::chrono::microseconds(200))),
+                    "spin_team: more than 65535 helpers");
   // Spins longer than a second are a second; negative ones zero.
   two.set_spin(std::chrono::hours(1));
   CHECK(two.spin() == tf::detail::spin_team::max_spin);
   two.set_spin(std::chrono::nanoseconds(-5));
   CHECK(two.spin() == std::chrono::nanoseconds::zero());
+  two.set_spin(std::chrono::microseconds(250));
+  CHECK(two.spin() == std::chrono::microseconds(250));
+  two.set_spin(std::chrono::milliseconds(1500));
+  CHECK(two.spin() == tf::detail::spin_team::max_spin);
 }
 
 TEST_CASE("thread_pool's parallel_for from several threads at once, and from inside its own blocks", "[device][threads]") {

@@ -133,7 +133,7 @@ class parallel_blocks {
 // n units in blocks on `threads` threads: the caller and threads - 1 tasks of the pool, which the
 // caller waits for spinning up to `spin`, then parked.
 inline void parallel_blocks_on(Eigen::ThreadPool& pool, int threads, std::int64_t n, block_function f,
-                               std::chrono::nanoseconds spin = {}) {
+                               std::chrono::nanoseconds spin) {
   parallel_blocks state(n, parallel_block_size(n, threads), f);
   completion done(threads - 1);
   // Each task captures one pointer, inside std::function's buffer.

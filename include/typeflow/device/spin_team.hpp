@@ -30,7 +30,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include <typeflow/device/spin_wait.hpp>
@@ -71,9 +70,18 @@ class spin_team {
   std::chrono::nanoseconds spin() const noexcept {
     return std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
   }
-  void set_spin(std::chrono::nanoseconds spin) noexcept { spin_ns_.store(clamp_spin(spin), std::memory_order_relaxed); }
-  static std::int64_t clamp_spin(std::chrono::nanoseconds spin) noexcept {
-    return std::clamp(spin, std::chrono::nanoseconds::zero(), max_spin).count();
+  template <class Rep, class Period>
+  void set_spin(std::chrono::duration<Rep, Period> spin) noexcept {
+    spin_ns_.store(clamp_spin(spin), std::memory_order_relaxed);
+  }
+  // Compared in the caller's units, converted only below max_spin: microseconds::max() does not
+  // overflow nanoseconds (in units coarser than a second, any positive spin is max_spin).
+  template <class Rep, class Period>
+  static std::int64_t clamp_spin(std::chrono::duration<Rep, Period> spin) noexcept {
+    using D = std::chrono::duration<Rep, Period>;
+    if (!(spin > D::zero())) return 0;
+    if (spin >= std::chrono::duration_cast<D>(max_spin)) return max_spin.count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count();
   }
 
   // Runs help(context) on the first `helpers` helpers (1 to helpers()) and caller() on the calling

@@ -52,16 +52,14 @@ bool spin_until(Condition&& condition, std::chrono::nanoseconds budget) {
 
 // `count` helpers to finish: each calls arrive() once; the caller's wait(spin) returns once all
 // have. wait() spins up to `spin`, then parks; it returns only after the last arrive() has left
-// its critical section, so the caller may then destroy the completion (or reset it for the next
-// round) while no helper touches it.
+// its critical section, so the caller may then destroy the completion while no helper touches it.
+// That is why arrive() always takes the lock: spin_team, which outlives its regions, has helpers
+// arrive without it unless its caller parked.
 class completion {
  public:
-  explicit completion(int count = 0) noexcept : count_(count) {}
+  explicit completion(int count) noexcept : count_(count) {}
   completion(const completion&) = delete;
   completion& operator=(const completion&) = delete;
-
-  // For the next round, once wait() has returned (nobody else touches it then).
-  void reset(int count) noexcept { count_.store(count, std::memory_order_relaxed); }
 
   void arrive() noexcept {
     std::lock_guard lock(mutex_);

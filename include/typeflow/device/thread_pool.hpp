@@ -79,10 +79,7 @@ class basic_thread_pool : public host_copies {
   std::chrono::microseconds spin_wait() const noexcept {
     return std::chrono::duration_cast<std::chrono::microseconds>(team_->spin());
   }
-  void set_spin_wait(std::chrono::microseconds spin) noexcept {
-    team_->set_spin(std::clamp(spin, std::chrono::microseconds::zero(),
-                               std::chrono::duration_cast<std::chrono::microseconds>(detail::spin_team::max_spin)));
-  }
+  void set_spin_wait(std::chrono::microseconds spin) noexcept { team_->set_spin(spin); }
 
   const Eigen::ThreadPoolDevice& eigen() const noexcept { return *eigen_; }
   Eigen::ThreadPool& pool() noexcept { return *pool_; }
