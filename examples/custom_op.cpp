@@ -5,7 +5,8 @@
 // The op then runs three ways, each given the program's registry: called eagerly (tf::call), in a
 // static graph (tf::apply<op>(x), tf::session<Graph, Device, Registry>), and in a runtime graph
 // read from text (op_attributes names its attribute; runtime_graph and runtime_session take the
-// registry). Without the registry, the op's kernels are not found, and the error says so.
+// registry, whose table holds the program's kernels and hands the rest to typeflow's default
+// table). Without the registry, the op's kernels are not found, and the error says so.
 #include <typeflow/typeflow.hpp>
 // The default registry's tables are compiled once, in another unit of this build (test/kernels/).
 #include <typeflow/registry/extern_kernels.hpp>
@@ -58,10 +59,9 @@ struct kernels : tf::named_kernel_list<tf::kernel_list<
 // The program's registry: its own kernels first, then typeflow's.
 using registry = tf::registry<kernels, tf::cpu_kernel_list>;
 
-// A runtime graph can run any op of its registry, so its dispatch table instantiates every kernel
-// in it (minutes for all of typeflow's). A program whose runtime graphs use a few ops lists only
-// those families; one that needs them all compiles the table once (registry/extern_kernels.hpp).
-using runtime_registry = tf::registry<kernels, tf::cpu_kernels::unary_kernels>;
+// A runtime graph can run any op of its registry. This one's table holds only the program's
+// kernels: its last list is typeflow's, whose kernels it finds in the default table, compiled once
+// in another unit (registry/extern_kernels.hpp, included above).
 
 }  // namespace my
 
@@ -108,7 +108,7 @@ int main() {
     return 1;
   }
   // In a runtime graph from the text format: the same registry for the graph and the session.
-  using runtime_graph = tf::runtime_graph<tf::thread_pool, my::runtime_registry>;
+  using runtime_graph = tf::runtime_graph<tf::thread_pool, my::registry>;
   auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[5]\ny = swish(x) beta=1.5\nr = relu(y)\n");
   if (!def.ok()) return 1;
   auto made = runtime_graph::make(*def);
@@ -116,7 +116,7 @@ int main() {
     std::fprintf(stderr, "runtime graph failed: %s\n", made.status().to_string().c_str());
     return 1;
   }
-  tf::runtime_session<tf::thread_pool, my::runtime_registry> runtime_session(std::make_shared<const runtime_graph>(std::move(*made)), device);
+  tf::runtime_session<tf::thread_pool, my::registry> runtime_session(std::make_shared<const runtime_graph>(std::move(*made)), device);
   auto runtime_out = runtime_session.run({{"x", *x}}, {"r"});
   if (!runtime_out.ok()) return 1;
   bool same = true;

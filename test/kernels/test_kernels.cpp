@@ -2,11 +2,11 @@
 // The kernel tables of a build with tests, in one unit: tf::default_registry's on tf::cpu and
 // tf::thread_pool (as default_kernels.cpp), the placement tests' registry
 // (test/unit/placement_registry.hpp) on tf::cpu, tf::thread_pool and remote_device, and the GPU
-// runtime-graph tests' registry (test/cuda/gpu_registry.hpp) on tf::cpu. Every registry holds
-// typeflow's CPU kernels; in one unit those are instantiated once for all the tables (the GPU
-// registry's CPU table alone took 440 s in a unit of its own). Its cuda<0> table is in
-// test/cuda/gpu_kernels.cpp, with the GPU tests, which link libtypeflow_cuda; a build without
-// them (the sanitizer builds) leaves that registry out (TYPEFLOW_TEST_GPU_REGISTRY unset).
+// runtime-graph tests' registry (test/cuda/gpu_registry.hpp) on tf::cpu. Those registries end with
+// typeflow's CPU kernel list, so their tables hold only their own lists' kernels (none, for the GPU
+// registry on tf::cpu) and hand the rest to the default tables (registry/kernel_table.hpp). Its
+// cuda<0> table is in test/cuda/gpu_kernels.cpp, with the GPU tests, which link libtypeflow_cuda; a
+// build without them (the sanitizer builds) leaves that registry out (TYPEFLOW_TEST_GPU_REGISTRY unset).
 #include <typeflow/registry/instantiate_kernels.hpp>
 
 #include "../unit/placement_registry.hpp"

@@ -75,6 +75,163 @@ TEST_CASE("the dispatch table is generated from the registry, sorted, first list
   CHECK(tf::kernels_of<tf::default_registry, tf::thread_pool>().kernels.size() == table.kernels.size());
 }
 
+namespace chained {
+
+// Ops of the program's own with one input, the output of its shape and dtype, by name: "twice",
+// and "relu", which takes a built-in op's name (a different op type of the same name).
+template <int Which>
+struct unary_op {
+  static constexpr std::string_view name = Which == 0 ? "twice" : "relu";
+  static constexpr int num_inputs = 1;
+  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
+  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
+  [[maybe_unused]] friend constexpr bool operator==(const unary_op&, const unary_op&) = default;
+};
+using twice = unary_op<0>;
+using my_relu = unary_op<1>;
+
+// twice's kernel, and the program's own kernel for a built-in op: add on f32 that adds one more,
+// so that which kernel ran shows in the answer.
+template <class Op, class Device, class T>
+struct twice_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+  static tf::status compute(const Op&, tf::kernel_context<Device>& ctx) {
+    auto x = ctx.inputs[0].template unchecked_flat<const T>();
+    auto y = ctx.outputs[0].template unchecked_flat<T>();
+    for (Eigen::Index i = 0; i < x.size(); ++i) y(i) = x(i) + x(i);
+    return tf::ok_status();
+  }
+};
+
+template <class Op, class Device, class T>
+struct add_one_more_kernel {
+  using op_type = Op;
+  using device_type = Device;
+  using value_type = T;
+  static constexpr bool expensive = false;
+  static tf::status compute(const Op&, tf::kernel_context<Device>& ctx) {
+    if (ctx.inputs[0].shape() != ctx.inputs[1].shape()) return tf::errors::unimplemented("add_one_more: same shapes only");
+    auto a = ctx.inputs[0].template unchecked_flat<const T>();
+    auto b = ctx.inputs[1].template unchecked_flat<const T>();
+    auto y = ctx.outputs[0].template unchecked_flat<T>();
+    for (Eigen::Index i = 0; i < a.size(); ++i) y(i) = a(i) + b(i) + T(1);
+    return tf::ok_status();
+  }
+};
+
+struct kernels : tf::named_kernel_list<tf::kernel_list<
+    tf::kernel_family<twice_kernel, twice, tf::devices<tf::cpu>, tf::dtypes<float>>,
+    tf::kernel_family<add_one_more_kernel, tf::ops::add, tf::devices<tf::cpu>, tf::dtypes<float>>>> {};
+using registry = tf::registry<kernels, tf::cpu_kernel_list>;
+
+}  // namespace chained
+
+TEST_CASE("a registry whose last list is typeflow's holds its own kernels and hands the rest to the default table",
+          "[runtime][dispatch]") {
+  const tf::kernel_table<tf::cpu>& defaults = tf::kernels_of<tf::default_registry, tf::cpu>();
+  // Its own table: the two kernels of its first list, found at compile time.
+  using own = tf::dispatch_table<chained::registry, tf::cpu>;
+  STATIC_REQUIRE(own::kernels.size() == 2);
+  STATIC_REQUIRE(own::ops.size() == 2);
+  STATIC_REQUIRE(own::find_kernel("twice", tf::dtype::f32) != nullptr);
+  STATIC_REQUIRE(own::find_kernel("add", tf::dtype::f32)->kernel ==
+                 tf::kernel_id<chained::add_one_more_kernel<tf::ops::add, tf::cpu, float>>);
+
+  const tf::kernel_table<tf::cpu>& table = tf::kernels_of<chained::registry, tf::cpu>();
+  REQUIRE(table.next != nullptr);
+  CHECK(&table.next() == &defaults);
+  // typeflow's kernels are the default table's entries, not copies instantiated again.
+  CHECK(table.find_kernel("relu", tf::dtype::f32) == defaults.find_kernel("relu", tf::dtype::f32));
+  CHECK(table.find_kernel("add", tf::dtype::f64) == defaults.find_kernel("add", tf::dtype::f64));
+  CHECK(table.find_op("conv2d") == defaults.find_op("conv2d"));
+  // The first list wins where both have a kernel; the rest falls through.
+  CHECK(table.find_kernel("add", tf::dtype::f32) != defaults.find_kernel("add", tf::dtype::f32));
+  CHECK(table.find_kernel("twice", tf::dtype::f64) == nullptr);
+  CHECK(table.find_kernel("no_such_op", tf::dtype::f32) == nullptr);
+  CHECK(table.find_op("no_such_op") == nullptr);
+  CHECK(table.dtypes_of("twice") == "f32");
+  CHECK(table.dtypes_of("add") == defaults.dtypes_of("add"));
+  CHECK(table.dtypes_of("no_such_op").empty());
+
+  // A runtime graph over it runs both lists' kernels: z = (x + x) + x + 1, then relu.
+  using chained_graph = tf::runtime_graph<tf::cpu, chained::registry>;
+  auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[4]\ny = twice(x)\nz = add(y, x)\nr = relu(z)\n"
+                             "w = placeholder() dtype=f64 shape=shape[4]\nv = add(w, w)\n");
+  REQUIRE(def.ok());
+  auto made = chained_graph::make(std::move(*def));
+  REQUIRE(made.ok());
+  tf::cpu device;
+  tf::runtime_session<tf::cpu, chained::registry> session(std::make_shared<const chained_graph>(std::move(*made)), device);
+  auto x = tf::tensor::from_values<float>({-2.0f, -0.5f, 0.0f, 1.5f});
+  auto w = tf::tensor::from_values<double>({-2.0, -0.5, 0.0, 1.5});
+  REQUIRE((x.ok() && w.ok()));
+  auto out = session.run({{"x", *x}, {"w", *w}}, {"r", "v"});
+  REQUIRE(out.ok());
+  const float want[] = {0.0f, 0.0f, 1.0f, 5.5f};  // relu(3x + 1)
+  for (int i = 0; i < 4; ++i) {
+    CHECK(*(*out)[0].at<float>(i) == want[i]);
+    CHECK(*(*out)[1].at<double>(i) == 2 * *w->at<double>(i));  // typeflow's add on f64: no + 1
+  }
+
+  // On a device where its own lists have no kernel, only typeflow's are found.
+  const tf::kernel_table<tf::thread_pool>& pooled = tf::kernels_of<chained::registry, tf::thread_pool>();
+  CHECK(pooled.kernels.empty());
+  CHECK(pooled.find_op("twice") == nullptr);
+  CHECK(pooled.find_kernel("add", tf::dtype::f32) ==
+        tf::kernels_of<tf::default_registry, tf::thread_pool>().find_kernel("add", tf::dtype::f32));
+  auto pooled_def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[4]\ny = twice(x)\n");
+  REQUIRE(pooled_def.ok());
+  auto refused = tf::runtime_graph<tf::thread_pool, chained::registry>::make(std::move(*pooled_def));
+  REQUIRE(!refused.ok());
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("twice"));
+
+  // typeflow's lists alone: an empty table of its own, all of the default one.
+  const tf::kernel_table<tf::cpu>& same = tf::kernels_of<tf::registry<tf::cpu_kernel_list>, tf::cpu>();
+  CHECK(same.kernels.empty());
+  CHECK(&same.next() == &defaults);
+  CHECK(same.find_kernel("matmul", tf::dtype::f32) == defaults.find_kernel("matmul", tf::dtype::f32));
+  // The default registry and a registry without typeflow's list last are whole tables.
+  CHECK(defaults.next == nullptr);
+  STATIC_REQUIRE(tf::dispatch_table<tf::registry<tf::cpu_kernels::linalg_kernels>, tf::cpu>::table.next == nullptr);
+}
+
+namespace chained {
+
+// my_relu, with a kernel for f32 only.
+struct renamed_kernels : tf::named_kernel_list<tf::kernel_list<
+    tf::kernel_family<twice_kernel, my_relu, tf::devices<tf::cpu>, tf::dtypes<float>>>> {};
+using renamed_registry = tf::registry<renamed_kernels, tf::cpu_kernel_list>;
+
+// A registry type that replaces the families of its base: one table, as it says.
+struct shadowing_registry : tf::registry<kernels, tf::cpu_kernel_list> {
+  static constexpr auto families = tf::registry<tf::cpu_kernels::linalg_kernels>::families;
+};
+
+}  // namespace chained
+
+TEST_CASE("a chained table does not hand an op of the program's own to a built-in op of the same name",
+          "[runtime][dispatch]") {
+  const tf::kernel_table<tf::cpu>& table = tf::kernels_of<chained::renamed_registry, tf::cpu>();
+  const tf::kernel_table<tf::cpu>& defaults = tf::kernels_of<tf::default_registry, tf::cpu>();
+  REQUIRE(table.find_op("relu") != nullptr);
+  CHECK(table.find_op("relu") != defaults.find_op("relu"));
+  CHECK(table.find_kernel("relu", tf::dtype::f32) != nullptr);
+  // typeflow's relu on f64 reads its op as tf::ops::relu: not this op's kernel.
+  CHECK(table.find_kernel("relu", tf::dtype::f64) == nullptr);
+  CHECK(table.dtypes_of("relu") == "f32");
+  CHECK(table.find_kernel("add", tf::dtype::f64) == defaults.find_kernel("add", tf::dtype::f64));
+
+  STATIC_REQUIRE(!tf::detail::table_source<chained::shadowing_registry>::chained);
+  STATIC_REQUIRE(tf::detail::table_source<chained::registry>::chained);
+  STATIC_REQUIRE(!tf::detail::table_source<tf::default_registry>::chained);
+  STATIC_REQUIRE(tf::dispatch_table<chained::shadowing_registry, tf::cpu>::table.next == nullptr);
+  STATIC_REQUIRE(tf::dispatch_table<chained::shadowing_registry, tf::cpu>::find_kernel("matmul", tf::dtype::f32) != nullptr);
+  STATIC_REQUIRE(tf::dispatch_table<chained::shadowing_registry, tf::cpu>::find_kernel("twice", tf::dtype::f32) == nullptr);
+}
+
 TEST_CASE("op attributes: read, defaults, and errors naming op, attribute and types", "[runtime][attrs]") {
   auto m = tf::from_attrs<tf::ops::matmul>(tf::attr_map{{"transpose_b", true}});
   REQUIRE(m.ok());

@@ -33,7 +33,9 @@
 #include <typeflow/ops/attributes.hpp>
 #include <typeflow/ops/elementwise.hpp>
 #include <typeflow/ops/op.hpp>
+#include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/kernel_table.hpp>
+#include <typeflow/registry/registry.hpp>
 
 namespace typeflow {
 
@@ -121,6 +123,70 @@ result<runtime_op> make_runtime_op(const attr_map& attrs) {
   return runtime_op::of(*op);
 }
 
+// Which families a registry's table holds itself, and whether it hands the rest to
+// tf::default_registry's table. A registry whose last list is cpu_kernel_list (and which is not
+// default_registry itself) holds only the lists before it: registry<my_kernels, cpu_kernel_list>
+// instantiates my_kernels' kernels, not typeflow's again. Any other registry holds all its lists.
+template <class... Lists>
+struct kernel_lists {};
+template <class... Lists>
+kernel_lists<Lists...> lists_of(const registry<Lists...>*);  // a registry or a struct derived from one
+
+template <class Done, class... Rest>
+struct without_last;
+template <class... Done, class Last>
+struct without_last<kernel_lists<Done...>, Last> {
+  using front = registry<Done...>;
+  using last = Last;
+};
+template <class... Done, class A, class B, class... Rest>
+struct without_last<kernel_lists<Done...>, A, B, Rest...> : without_last<kernel_lists<Done..., A>, B, Rest...> {};
+
+template <class Lists>
+struct split_lists {
+  static constexpr bool chained = false;
+};
+template <class First, class... Lists>
+  requires std::is_same_v<typename without_last<kernel_lists<>, First, Lists...>::last, cpu_kernel_list>
+struct split_lists<kernel_lists<First, Lists...>> {
+  using front = typename without_last<kernel_lists<>, First, Lists...>::front;
+  using whole = registry<First, Lists...>;
+  static constexpr bool chained = true;
+};
+
+template <class Registry>
+struct table_source {
+  using own = Registry;
+  static constexpr bool chained = false;
+};
+// Chained: derived from one registry<..., cpu_kernel_list> whose families it does not replace.
+template <class Registry>
+  requires(!std::is_same_v<Registry, default_registry> &&
+           requires { detail::lists_of(static_cast<const Registry*>(nullptr)); } &&
+           split_lists<decltype(detail::lists_of(static_cast<const Registry*>(nullptr)))>::chained)
+struct table_source<Registry> {
+ private:
+  using split = split_lists<decltype(detail::lists_of(static_cast<const Registry*>(nullptr)))>;
+
+ public:
+  using own = std::conditional_t<std::is_same_v<decltype(Registry::families), decltype(split::whole::families)>,
+                                 typename split::front, Registry>;
+  static constexpr bool chained = std::is_same_v<own, typename split::front>;
+};
+
+// Whether Registry has a kernel on Device (its one-op families', the ones its tables hold): only
+// the families' device lists are read, no kernel is instantiated.
+template <class Registry, class Device>
+inline constexpr bool has_table_kernels_on = [] {
+  bool any = false;
+  boost::hana::for_each(Registry::families, [&](auto family) {
+    using fam = typename decltype(family)::type;
+    if constexpr (one_op_family<fam>)
+      if constexpr (fam::devices_type::template contains<Device>) any = true;
+  });
+  return any;
+}();
+
 }  // namespace detail
 
 template <class Registry, class Device>
@@ -145,9 +211,11 @@ struct dispatch_table {
     else return kernel_entry{};  // unreachable: require_kernel has failed to compile
   }
 
+  using source = detail::table_source<Registry>;
+
   template <class F>
   static constexpr void for_each_kernel(F&& f) {
-    boost::hana::for_each(Registry::families, [&](auto family) {
+    boost::hana::for_each(source::own::families, [&](auto family) {
       using fam = typename decltype(family)::type;
       if constexpr (one_op_family<fam>) {
         if constexpr (fam::devices_type::template contains<Device>) {
@@ -200,9 +268,18 @@ struct dispatch_table {
     return t;
   }();
 
+  // The table default_registry's follows, if any (see detail::table_source).
+  static constexpr auto next = [] {
+    if constexpr (source::chained && detail::has_table_kernels_on<default_registry, Device>)
+      return &kernels_of<default_registry, Device>;
+    else
+      return static_cast<const kernel_table<Device>& (*)()>(nullptr);
+  }();
+
  public:
-  // The generated table: every (op, dtype) with a kernel on Device and every op, sorted.
-  static constexpr kernel_table<Device> table{{built.kernels.data(), built.num_kernels}, {built.ops.data(), built.num_ops}};
+  // The generated table: every (op, dtype) with a kernel on Device and every op, sorted; those of the
+  // registry's own lists only when it hands the rest to default_registry's table (next).
+  static constexpr kernel_table<Device> table{{built.kernels.data(), built.num_kernels}, {built.ops.data(), built.num_ops}, next};
   static constexpr std::span<const kernel_entry> kernels = table.kernels;
   static constexpr std::span<const op_entry> ops = table.ops;
 

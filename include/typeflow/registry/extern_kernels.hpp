@@ -14,8 +14,13 @@
 //
 // The unit that instantiates a table builds every op of the registry from its attributes, so the
 // op_attributes specializations of a program's own ops must be visible there (put them in the
-// header that defines the ops). A program with a registry or a device of its own does the same for
-// its pair with one line each:
+// header that defines the ops). A registry whose last list is cpu_kernel_list
+// (registry<my_kernels, cpu_kernel_list>) needs nothing more: its table holds only the kernels of
+// the lists before it and hands every other lookup to default_registry's table, the one declared
+// here (registry/kernel_table.hpp, kernel_table::next), so a program whose units include this
+// header and use such a registry links the unit that includes instantiate_kernels.hpp, as for the
+// default registry itself. A program with any other registry, or a device of its own, does the same
+// for its pair with one line each:
 //   extern template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();  // header
 //   template const tf::kernel_table<my_device>& tf::kernels_of<my_registry, my_device>();         // one .cpp
 // A .cpp that holds only such tables includes <typeflow/registry/dispatch_table.hpp> and this header,

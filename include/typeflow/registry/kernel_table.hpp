@@ -81,11 +81,20 @@ struct op_entry {
 
 template <class Device>
 struct kernel_table {
-  // Every (op, dtype) with a kernel on Device, sorted by op name then dtype.
+  // Every (op, dtype) with a kernel on Device in this table, sorted by op name then dtype.
   std::span<const kernel_entry<Device>> kernels;
-  // Every op with a kernel on Device for some dtype, sorted by name.
+  // Every op with a kernel on Device for some dtype in this table, sorted by name.
   std::span<const op_entry> ops;
+  // The table searched after this one, or null: a registry whose last list is typeflow's
+  // (registry<my_kernels, cpu_kernel_list>) holds its own lists' kernels and hands the rest to
+  // tf::default_registry's table, instantiated once in the program (registry/extern_kernels.hpp)
+  // instead of again for every such registry. What this table holds wins, as the registry's first
+  // list does.
+  const kernel_table& (*next)() = nullptr;
 
+  // The kernel for (op, dtype): this table's, else the next table's when that one's op of this name
+  // is the same op type as this table's (an op of the program's own that took a built-in op's name
+  // gets none of the built-in op's kernels, which would read its value as the other type).
   constexpr const kernel_entry<Device>* find_kernel(std::string_view op, dtype type) const {
     auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair{op, type},
                                [](const kernel_entry<Device>& e, const std::pair<std::string_view, dtype>& key) {
@@ -93,21 +102,34 @@ struct kernel_table {
                                  // reads `e.op < x` as a template argument list.
                                  return e.op != key.first ? (e.op) < key.first : e.type < key.second;
                                });
-    return it != kernels.end() && it->op == op && it->type == type ? &*it : nullptr;
+    if (it != kernels.end() && it->op == op && it->type == type) return &*it;
+    if (next == nullptr) return nullptr;
+    if (const op_entry* mine = find_own_op(op)) {
+      const op_entry* theirs = next().find_op(op);
+      if (theirs == nullptr || theirs->make != mine->make) return nullptr;
+    }
+    return next().find_kernel(op, type);
   }
   constexpr const op_entry* find_op(std::string_view name) const {
-    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_entry& e, std::string_view n) { return e.name < n; });
-    return it != ops.end() && it->name == name ? &*it : nullptr;
+    if (const op_entry* mine = find_own_op(name)) return mine;
+    return next != nullptr ? next().find_op(name) : nullptr;
   }
-  // "f32, f64": the dtypes op has kernels for on Device.
+  // "f32, f64": the dtypes op has kernels for on Device, in dtype order, this table's and the next's.
   std::string dtypes_of(std::string_view op) const {
     detail::text t;
-    for (const kernel_entry<Device>& e : kernels)
-      if (e.op == op) {
-        if (!t.empty()) t.append(", ");
-        t.append(name_of(e.type));
-      }
+    for (std::size_t d = 0; d < num_dtypes; ++d) {
+      const auto type = static_cast<dtype>(d);
+      if (find_kernel(op, type) == nullptr) continue;
+      if (!t.empty()) t.append(", ");
+      t.append(name_of(type));
+    }
     return t.str();
+  }
+
+ private:
+  constexpr const op_entry* find_own_op(std::string_view name) const {
+    auto it = std::lower_bound(ops.begin(), ops.end(), name, [](const op_entry& e, std::string_view n) { return e.name < n; });
+    return it != ops.end() && it->name == name ? &*it : nullptr;
   }
 };
 
