@@ -2,6 +2,7 @@
 // Kernel benchmarks (BENCHMARKS.md, "Compute"): the matmul and conv2d kernels that the registry
 // picks, against the raw Eigen computations they must match, on 1 and 2 threads.
 //   matmul 1024^3 f32            vs C.device(d) = A.contract(B, dims)           target ratio <= 1/0.95
+//                                and vs Eigen's matrix product (Eigen/Core, OpenMP threads), where built
 //   conv2d 3x3 64->64 same       vs extract_image_patches + contraction          target ratio <= 1/0.95
 // "kernel" cases run the registry's kernel on preallocated outputs, as an executor does;
 // "call" cases go through tf::call, which also infers shapes and allocates the output.
@@ -22,6 +23,9 @@
 #include <random>
 
 #include "harness.hpp"
+#if TYPEFLOW_BENCH_EIGEN_PRODUCT
+#include "eigen_matrix_product.hpp"
+#endif
 
 namespace tf = typeflow;
 
@@ -67,6 +71,20 @@ void bench_matmul(tf::bench::harness& h, Device& device, const std::string& thre
   h.compare("matmul " + size + " kernel, " + threads, "Eigen contract", ours, raw, 7, 1.0);
   h.compare("matmul " + size + " call, " + threads, "Eigen contract",
             [&] { (void)tf::call<float>(device, tf::ops::matmul{}, a, b); }, raw, 7, 1.0);
+#if TYPEFLOW_BENCH_EIGEN_PRODUCT
+  // Eigen's matrix product (Eigen/Core's GEMM) on as many OpenMP threads as the policy has.
+  tf::tensor c_product = *tf::tensor::allocate(tf::dtype::f32, tf::shape{n, n});
+  auto product = [&] {
+    tf::bench::eigen_matrix_product(a.unchecked_data<const float>(), b.unchecked_data<const float>(),
+                                    c_product.unchecked_data<float>(), n, n, n, std::max(1, device.num_threads()));
+  };
+  product();
+  if (max_abs_diff(c_ours, c_product) > 1e-3) std::printf("!! matmul disagrees with Eigen's matrix product\n");
+  // 50 ms apart: libgomp's threads spin after the product (300,000 rounds by default) and typeflow's
+  // helpers after the kernel (200 us), each taking the cores from the other's next call.
+  h.compare_apart("matmul " + size + " kernel, " + threads, "Eigen matrix product", ours, product,
+                  std::chrono::milliseconds(50), 7, 1.0);
+#endif
 }
 
 #if TYPEFLOW_BENCH_ONEDNN

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace typeflow::bench {
@@ -46,13 +47,29 @@ class harness {
   template <class Ours, class Theirs>
   record compare(const std::string& case_name, const std::string& baseline_name, Ours&& ours, Theirs&& theirs,
                  int min_reps = 11, double min_seconds = 0.5, const std::string& unit = "ms", double per = 1) {
+    return compare_apart(case_name, baseline_name, ours, theirs, std::chrono::milliseconds(0), min_reps, min_seconds,
+                         unit, per);
+  }
+
+  // compare, with the process idle for `gap` (untimed) after each timed call: for a baseline whose
+  // threads go on spinning after it returns (OpenMP's, libgomp's default wait) and would take the
+  // cores from the next call, and typeflow's helpers, which spin too.
+  template <class Ours, class Theirs>
+  record compare_apart(const std::string& case_name, const std::string& baseline_name, Ours&& ours, Theirs&& theirs,
+                       std::chrono::milliseconds gap, int min_reps = 11, double min_seconds = 0.5,
+                       const std::string& unit = "ms", double per = 1) {
     if (quick_) { min_reps = 3; min_seconds = 0.0; }
-    for (int i = 0; i < 2; ++i) { ours(); theirs(); }
+    const auto pause = [gap] {
+      if (gap.count() > 0) std::this_thread::sleep_for(gap);
+    };
+    for (int i = 0; i < 2; ++i) { ours(); pause(); theirs(); pause(); }
     std::vector<double> a, b;
     const auto start = clock::now();
     while (static_cast<int>(a.size()) < min_reps || seconds_since(start) < min_seconds) {
       a.push_back(time_once(ours));
+      pause();
       b.push_back(time_once(theirs));
+      pause();
       if (a.size() > 100000) break;
     }
     const double scale = (unit == "ms" ? 1e3 : unit == "us" ? 1e6 : 1e9) / per;

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// See eigen_matrix_product.hpp. Compiled with OpenMP (benchmarks/meson.build).
+#include "eigen_matrix_product.hpp"
+
+#include <Eigen/Core>
+
+namespace typeflow::bench {
+
+void eigen_matrix_product(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                          int threads) {
+  using row_major = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::setNbThreads(threads);
+  const Eigen::Map<const row_major> x(a, m, k);
+  const Eigen::Map<const row_major> y(b, k, n);
+  Eigen::Map<row_major> z(c, m, n);
+  z.noalias() = x * y;
+}
+
+}  // namespace typeflow::bench
