@@ -82,7 +82,7 @@ void bench_matmul(tf::bench::harness& h, Device& device, const std::string& thre
   if (max_abs_diff(c_ours, c_product) > 1e-3) std::printf("!! matmul disagrees with Eigen's matrix product\n");
   // 50 ms apart: libgomp's threads spin after the product (300,000 rounds by default) and typeflow's
   // helpers after the kernel (200 us), each taking the cores from the other's next call.
-  h.compare_apart("matmul " + size + " kernel, " + threads, "Eigen matrix product", ours, product,
+  h.compare_apart("matmul " + size + " kernel, " + threads + ", 50 ms apart", "Eigen matrix product", ours, product,
                   std::chrono::milliseconds(50), 7, 1.0);
 #endif
 }
