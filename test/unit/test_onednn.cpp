@@ -84,8 +84,10 @@ TEST_CASE("oneDNN conv2d splits images and rows over the threads", "[onednn][con
       REQUIRE((y.ok() && expected.ok()));
       tf::test::require_close<float>(*y, expected->shape(), tf::test::as_doubles<float>(*expected), 1e-4);
     }
-    // oneDNN ran on the policy's threads alone: it started none of its own.
-    CHECK(process_threads() == before);
+    // oneDNN ran on the policy's threads alone: it started none of its own. (Fewer is possible: a
+    // thread of the process that was already ending, such as an OpenMP worker that libgomp retires
+    // after an earlier, larger team, may exit meanwhile: one run of scripts/test saw 6 after 7.)
+    CHECK(process_threads() <= before);
   }
 
   // Pads and strides at the op's limits (2^31 - 1 each), where oneDNN's int arithmetic would refuse
