@@ -14,6 +14,11 @@ caller_pkg_config_path=${PKG_CONFIG_PATH:-}
 src=$1
 work=$2
 build=$3
+cuda_sub=${TYPEFLOW_CONSUMER_CUDA:-}
+case "$cuda_sub" in
+  ''|0|1) ;;
+  *) echo "TYPEFLOW_CONSUMER_CUDA must be 1 (build the subproject's CUDA consumer), 0 (do not) or unset (where a GPU is), not '$cuda_sub'" >&2; exit 2 ;;
+esac
 rm -rf "$work"
 mkdir -p "$work"
 
@@ -75,7 +80,6 @@ PKG_CONFIG_PATH=$caller_pkg_config_path meson setup --force-fallback-for=typeflo
 # code: without one, the main build has compiled the same cuda/meson.build and the pkg-config
 # consumer above has linked against it, and the configure step above has checked that typeflow-cuda
 # comes from the subproject. TYPEFLOW_CONSUMER_CUDA=1 builds it anyway, =0 never.
-cuda_sub=${TYPEFLOW_CONSUMER_CUDA:-}
 if [ -z "$cuda_sub" ]; then
   cuda_sub=0
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then cuda_sub=1; fi

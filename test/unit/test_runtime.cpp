@@ -101,7 +101,7 @@ struct twice_kernel {
   static tf::status compute(const Op&, tf::kernel_context<Device>& ctx) {
     auto x = ctx.inputs[0].template unchecked_flat<const T>();
     auto y = ctx.outputs[0].template unchecked_flat<T>();
-    for (Eigen::Index i = 0; i < x.size(); ++i) y(i) = x(i) + x(i);
+    y = x + x;
     return tf::ok_status();
   }
 };
@@ -112,12 +112,13 @@ struct add_one_more_kernel {
   using device_type = Device;
   using value_type = T;
   static constexpr bool expensive = false;
-  static tf::status compute(const Op&, tf::kernel_context<Device>& ctx) {
-    if (ctx.inputs[0].shape() != ctx.inputs[1].shape()) return tf::errors::unimplemented("add_one_more: same shapes only");
-    auto a = ctx.inputs[0].template unchecked_flat<const T>();
-    auto b = ctx.inputs[1].template unchecked_flat<const T>();
+  // typeflow's add (broadcasting and all), reached through the default table, then one more.
+  static tf::status compute(const Op& op, tf::kernel_context<Device>& ctx) {
+    const auto* add = tf::kernels_of<tf::default_registry, Device>().find_kernel(Op::name, tf::dtype_of<T>);
+    if (add == nullptr) return tf::errors::internal("the default table has no add for ", tf::dtype_of<T>);
+    if (tf::status s = add->compute(&op, ctx); !s.ok()) return s;
     auto y = ctx.outputs[0].template unchecked_flat<T>();
-    for (Eigen::Index i = 0; i < a.size(); ++i) y(i) = a(i) + b(i) + T(1);
+    y = y + T(1);
     return tf::ok_status();
   }
 };
@@ -159,7 +160,8 @@ TEST_CASE("a registry whose last list is typeflow's holds its own kernels and ha
   // A runtime graph over it runs both lists' kernels: z = (x + x) + x + 1, then relu.
   using chained_graph = tf::runtime_graph<tf::cpu, chained::registry>;
   auto def = tf::parse_graph("x = placeholder() dtype=f32 shape=shape[4]\ny = twice(x)\nz = add(y, x)\nr = relu(z)\n"
-                             "w = placeholder() dtype=f64 shape=shape[4]\nv = add(w, w)\n");
+                             "w = placeholder() dtype=f64 shape=shape[4]\nv = add(w, w)\n"
+                             "c = const() dtype=f32 shape=shape[] value=0.5\nb = add(x, c)\n");
   REQUIRE(def.ok());
   auto made = chained_graph::make(std::move(*def));
   REQUIRE(made.ok());
@@ -168,12 +170,13 @@ TEST_CASE("a registry whose last list is typeflow's holds its own kernels and ha
   auto x = tf::tensor::from_values<float>({-2.0f, -0.5f, 0.0f, 1.5f});
   auto w = tf::tensor::from_values<double>({-2.0, -0.5, 0.0, 1.5});
   REQUIRE((x.ok() && w.ok()));
-  auto out = session.run({{"x", *x}, {"w", *w}}, {"r", "v"});
+  auto out = session.run({{"x", *x}, {"w", *w}}, {"r", "v", "b"});
   REQUIRE(out.ok());
   const float want[] = {0.0f, 0.0f, 1.0f, 5.5f};  // relu(3x + 1)
   for (int i = 0; i < 4; ++i) {
     CHECK(*(*out)[0].at<float>(i) == want[i]);
     CHECK(*(*out)[1].at<double>(i) == 2 * *w->at<double>(i));  // typeflow's add on f64: no + 1
+    CHECK(*(*out)[2].at<float>(i) == *x->at<float>(i) + 1.5f);  // the own add, broadcasting a scalar
   }
 
   // On a device where its own lists have no kernel, only typeflow's are found.
