@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Catch2's main for the GPU tests: without a CUDA device the executable says why and exits 77, which
-// Meson's test harness reports as skipped.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+// Meson's test harness reports as skipped. Catch2's implementation is test/unit/catch_impl.cpp.
+#include "../unit/catch_runner.hpp"
 
 #include <cstdio>
 
@@ -22,5 +21,5 @@ int main(int argc, char* argv[]) {
   if (props.ok())
     std::printf("GPU:0 is %s (sm_%d%d, %zu MiB)\n", props->name.c_str(), props->compute_major, props->compute_minor,
                 props->total_memory >> 20);
-  return Catch::Session().run(argc, argv);
+  return typeflow::test::run_catch(argc, argv);
 }

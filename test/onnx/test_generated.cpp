@@ -11,8 +11,9 @@
 #include <typeflow/onnx/tensor_proto.hpp>
 #include <typeflow/registry/extern_kernels.hpp>
 
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include <catch2/catch.hpp>  // its implementation and runner: test/unit/catch_impl.cpp
+
+#include "../unit/catch_runner.hpp"
 
 #include <cmath>
 #include <memory>
@@ -124,5 +125,5 @@ int main(int argc, char** argv) {
   models_dir = argv[1];
   weights_dir = argv[2];
   argv[2] = argv[0];
-  return Catch::Session().run(argc - 2, argv + 2);
+  return tf::test::run_catch(argc - 2, argv + 2);
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Catch2's main, compiled once and linked into every unit-test executable.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The unit tests' main: Catch2's runner (catch_impl.cpp, compiled once).
+#include "catch_runner.hpp"
+
+int main(int argc, char* argv[]) { return typeflow::test::run_catch(argc, argv); }
