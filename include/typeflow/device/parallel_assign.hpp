@@ -48,7 +48,9 @@ struct assignment {
 
   out_type target;
   assign_type assign;
-  Eigen::DefaultDevice device;
+  // Stateless, and shared: a member of its own would be an object without a value whose address the
+  // evaluator keeps (GCC's -Wmaybe-uninitialized says so at -Og, once per kernel).
+  static constexpr Eigen::DefaultDevice device{};
   evaluator_type evaluator;
 
   assignment(const OutMap& out, const Expr& expr) : target(out), assign(target, expr), evaluator(assign, device) {}
