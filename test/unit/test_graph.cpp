@@ -494,6 +494,22 @@ std::size_t bare_data_steps() {
   return n;
 }
 
+// Whether step K's run function, chosen at compile time, is the bare-data path's own
+// (op_step::run_elements), and the number of such steps: every step with elementwise_elements
+// whose kernel has compute_elements, with no branch on it at run time.
+template <class Executor, std::size_t K>
+bool runs_elements_at() {
+  using runner = typename Executor::template runner<K>;
+  if constexpr (requires { requires runner::runs_on_elements; }) return Executor::run_table[K] == &runner::run_elements;
+  else return false;
+}
+template <class Executor>
+std::size_t run_elements_steps() {
+  return []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return (std::size_t{0} + ... + std::size_t{runs_elements_at<Executor, Ks>()});
+  }(std::make_index_sequence<Executor::infos.size()>{});
+}
+
 // A plan's executor with the arena (its small elementwise steps on bare data) and without (every
 // step through tensors), each with its own state, kept from run to run.
 template <class Plan>
@@ -529,6 +545,8 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   // Fused: ea + eb (two inputs, read twice: a step of its own) and the group of the fetched add.
   CHECK(bare_data_steps<bare>() == (fuse ? 2 : 8));
   CHECK(bare_data_steps<through_tensors>() == 0);
+  CHECK(run_elements_steps<bare>() == bare_data_steps<bare>());
+  CHECK(run_elements_steps<through_tensors>() == 0);
   for (const auto& info : bare::infos)
     if (info.elementwise_elements != 0) CHECK(info.elementwise_elements == 5);
 
@@ -686,6 +704,7 @@ TEMPLATE_TEST_CASE_SIG("session: fused groups of every unary op run on bare data
   // in each of them); and the softmax.
   CHECK(fused == 3);
   CHECK(bare_data_steps<typename executors::bare>() == 4);
+  CHECK(run_elements_steps<typename executors::bare>() == 3);  // not the softmax: its kernel has no compute_elements
 
   executors both;
   for (std::uint64_t seed : {31, 32}) {

@@ -265,8 +265,16 @@ class static_executor {
 
   using run_fn = typename steps::run_fn;
   using infer_fn = typename steps::infer_fn;
+  // Step K's run function: an op's on bare data when the step is small and elementwise (known here,
+  // at compile time: no branch on it when it runs), else its runner's.
+  template <std::size_t K>
+  static constexpr run_fn run_of() {
+    if constexpr (requires { requires runner<K>::runs_on_elements; })
+      if (infos[K].elementwise_elements != 0) return &runner<K>::run_elements;
+    return &runner<K>::run;
+  }
   static constexpr std::array<run_fn, num_steps> run_table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return std::array<run_fn, num_steps>{runner<Ks>::run...};
+    return std::array<run_fn, num_steps>{run_of<Ks>()...};
   }(std::make_index_sequence<num_steps>{});
   static constexpr std::array<infer_fn, num_steps> infer_table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return std::array<infer_fn, num_steps>{runner<Ks>::infer...};

@@ -302,32 +302,18 @@ struct static_steps {
   template <auto Op, class Kernel, std::size_t D, std::size_t K, std::size_t N>
   struct op_step {
     static constexpr bool expensive = is_expensive<Kernel>;
+    // Whether a small elementwise node (elementwise_elements) may run on bare data: a host policy
+    // (host_copies: its kernels read the slots' memory where it is) and a kernel with compute_elements.
+    static constexpr bool runs_on_elements = PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
+                                             std::is_base_of_v<host_copies, typename Kernel::device_type>;
 
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
                     const detail::step_completion* done) {
+      if constexpr (runs_on_elements)
+        if (i.elementwise_elements != 0) return run_elements(i, g, s, env, st, done);
       const std::span<tensor> ys(&s.slots[i.output_slot], N);
       const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
       void* const planned_at = ys[0].data();
-      // A small elementwise node on a host policy (host_copies: its kernels read the slots' memory
-      // where it is): the kernel on its inputs' and output's data, whose shapes are the static ones
-      // (the input steps check the feeds); an output outside the arena (fetched, read by an assign
-      // or a transfer, or on a device the node was placed on) in its own buffer, kept from run to
-      // run while nothing else holds it.
-      if constexpr (PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
-                    std::is_base_of_v<host_copies, typename Kernel::device_type>) {
-        if (i.elementwise_elements != 0) {
-          if (!in_arena)
-            if (status prepared = prepare_output(g.template get<D>(), ys[0], i.spec); !prepared.ok())
-              return st = with_node(i, prepared), true;
-          std::array<const void*, K> data;
-          for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
-          if (status result = Kernel::compute_elements(Op, data, ys[0].data(), i.elementwise_elements); !result.ok())
-            st = with_node(i, result);
-          else if (!st.ok())
-            st = ok_status();
-          return true;
-        }
-      }
       auto& device = g.template get<D>();
       std::array<tensor, K> in = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
         return std::array<tensor, K>{s.slots[i.inputs[Ks]].view()...};
@@ -368,6 +354,30 @@ struct static_steps {
       }
       if (done != nullptr) return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish, *done);
       return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish);
+    }
+
+    // A small elementwise node (elementwise_elements != 0): the kernel on its inputs' and output's
+    // data, whose shapes are the static ones (the input steps check the feeds); an output outside
+    // the arena (fetched, read by an assign or a transfer, or on a device the node was placed on)
+    // in its own buffer, kept from run to run while nothing else holds it. A function of its own,
+    // which the executors call directly for such a step (static_executor::run_table), so that a
+    // one-element add does not pay for the general path's frame: its locals and saved registers
+    // cost more than the add (a third of a fused group's time on one element).
+    static bool run_elements(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+                             const detail::step_completion*)
+      requires runs_on_elements
+    {
+      tensor& y = s.slots[i.output_slot];
+      if (!i.plannable || y.owns_buffer() || y.data() == nullptr)  // not in the arena
+        if (status prepared = prepare_output(g.template get<D>(), y, i.spec); !prepared.ok()) [[unlikely]]
+          return st = with_node(i, prepared), true;
+      std::array<const void*, K> data;
+      for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
+      if (status result = Kernel::compute_elements(Op, data, y.data(), i.elementwise_elements); !result.ok()) [[unlikely]]
+        st = with_node(i, result);
+      else if (!st.ok())
+        st = ok_status();
+      return true;
     }
 
     static status infer(const static_step_info& i, const static_environment&, std::span<shape> sh) {
