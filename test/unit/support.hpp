@@ -148,4 +148,30 @@ inline std::vector<std::int64_t> strides_of(const shape& s) {
   return st;
 }
 
+// The op and fused steps of a static executor's plan whose shapes let their kernels run on bare
+// data (static_step_info::elementwise_elements); those that do are the ones whose kernel can
+// (elementwise_data_kernel: not softmax's).
+template <class Executor>
+std::size_t bare_data_steps() {
+  std::size_t n = 0;
+  for (const auto& info : Executor::infos) n += info.elementwise_elements != 0;
+  return n;
+}
+
+// Whether step K's run function, chosen at compile time, is the bare-data path's own
+// (op_step::run_elements), and the number of such steps: every step with elementwise_elements
+// whose kernel has compute_elements, with no branch on it at run time.
+template <class Executor, std::size_t K>
+bool runs_elements_at() {
+  using runner = typename Executor::template runner<K>;
+  if constexpr (requires { requires runner::runs_on_elements; }) return Executor::run_table[K] == &runner::run_elements;
+  else return false;
+}
+template <class Executor>
+std::size_t run_elements_steps() {
+  return []<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return (std::size_t{0} + ... + std::size_t{runs_elements_at<Executor, Ks>()});
+  }(std::make_index_sequence<Executor::infos.size()>{});
+}
+
 }  // namespace typeflow::test

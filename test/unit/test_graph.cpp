@@ -484,32 +484,6 @@ constexpr auto scalar_group_out = tf::softmax(tf::relu(one + fs) * one - fs);
 constexpr auto row = tf::input<"row", float, static_shape<3>>;
 constexpr auto broadcast_out = tf::relu(tf::input<"m", float, static_shape<2, 3>> + row) * 2.0_c;
 
-// The op and fused steps of a plan whose shapes let their kernels run on bare data
-// (elementwise_elements); those that do are the ones whose kernel can (elementwise_data_kernel:
-// not softmax's).
-template <class Executor>
-std::size_t bare_data_steps() {
-  std::size_t n = 0;
-  for (const auto& info : Executor::infos) n += info.elementwise_elements != 0;
-  return n;
-}
-
-// Whether step K's run function, chosen at compile time, is the bare-data path's own
-// (op_step::run_elements), and the number of such steps: every step with elementwise_elements
-// whose kernel has compute_elements, with no branch on it at run time.
-template <class Executor, std::size_t K>
-bool runs_elements_at() {
-  using runner = typename Executor::template runner<K>;
-  if constexpr (requires { requires runner::runs_on_elements; }) return Executor::run_table[K] == &runner::run_elements;
-  else return false;
-}
-template <class Executor>
-std::size_t run_elements_steps() {
-  return []<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return (std::size_t{0} + ... + std::size_t{runs_elements_at<Executor, Ks>()});
-  }(std::make_index_sequence<Executor::infos.size()>{});
-}
-
 // A plan's executor with the arena (its small elementwise steps on bare data) and without (every
 // step through tensors), each with its own state, kept from run to run.
 template <class Plan>
@@ -543,10 +517,10 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   using through_tensors = typename executors::through_tensors;
   // Unfused: add, mul, max, div, sub, exp, neg, and the last add, fetched: in a buffer of its own.
   // Fused: ea + eb (two inputs, read twice: a step of its own) and the group of the fetched add.
-  CHECK(bare_data_steps<bare>() == (fuse ? 2 : 8));
-  CHECK(bare_data_steps<through_tensors>() == 0);
-  CHECK(run_elements_steps<bare>() == bare_data_steps<bare>());
-  CHECK(run_elements_steps<through_tensors>() == 0);
+  CHECK(tf::test::bare_data_steps<bare>() == (fuse ? 2 : 8));
+  CHECK(tf::test::bare_data_steps<through_tensors>() == 0);
+  CHECK(tf::test::run_elements_steps<bare>() == tf::test::bare_data_steps<bare>());
+  CHECK(tf::test::run_elements_steps<through_tensors>() == 0);
   for (const auto& info : bare::infos)
     if (info.elementwise_elements != 0) CHECK(info.elementwise_elements == 5);
 
@@ -587,7 +561,7 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   using one_graph = decltype(tf::graph(one_out));
   using one_plan = tf::static_plan<one_graph, fuse, one_graph::position<decltype(one_out)>()>;
   using one_executor = tf::static_executor<one_plan, tf::cpu, tf::default_registry, true>;
-  CHECK(bare_data_steps<one_executor>() == (fuse ? 1 : 3));
+  CHECK(tf::test::bare_data_steps<one_executor>() == (fuse ? 1 : 3));
   {
     const auto ot = tf::tensor::from_values<float>({-0.5f});
     const tf::tensor* feeds[] = {&*ot, nullptr};
@@ -604,7 +578,7 @@ TEMPLATE_TEST_CASE("session: small elementwise nodes of one static shape run the
   // tensors; unfused, the relu after it is [2, 3] in and out.
   using broadcast_graph = decltype(tf::graph(broadcast_out));
   using broadcast_plan = tf::static_plan<broadcast_graph, fuse, broadcast_graph::position<decltype(broadcast_out)>()>;
-  CHECK(bare_data_steps<tf::static_executor<broadcast_plan, tf::cpu, tf::default_registry, true>>() == (fuse ? 0 : 1));
+  CHECK(tf::test::bare_data_steps<tf::static_executor<broadcast_plan, tf::cpu, tf::default_registry, true>>() == (fuse ? 0 : 1));
 }
 
 TEST_CASE("session: fused groups in the arena run on bare data, row and scalar leaves included", "[session][elementwise]") {
@@ -615,7 +589,7 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
     using graph = decltype(tf::graph(row_group_out));
     using plan = tf::static_plan<graph, true, graph::position<decltype(row_group_out)>()>;
     with_and_without_arena<plan> both;
-    CHECK(bare_data_steps<typename decltype(both)::bare>() == 2);  // the group; the softmax's shapes
+    CHECK(tf::test::bare_data_steps<typename decltype(both)::bare>() == 2);  // the group; the softmax's shapes
     for (std::uint64_t seed : {5, 6}) {
       const tf::tensor mt = random_tensor<float>(tf::shape{1, 4}, seed);
       const tf::tensor rt = random_tensor<float>(tf::shape{4}, seed + 20);
@@ -634,7 +608,7 @@ TEST_CASE("session: fused groups in the arena run on bare data, row and scalar l
     using graph = decltype(tf::graph(scalar_group_out));
     using plan = tf::static_plan<graph, true, graph::position<decltype(scalar_group_out)>()>;
     using bare = tf::static_executor<plan, tf::cpu, tf::default_registry, true>;
-    CHECK(bare_data_steps<bare>() == 2);
+    CHECK(tf::test::bare_data_steps<bare>() == 2);
     typename bare::state s;
     // The group is relu(x + c) * x - c; softmax of one value is 1, so read the group's slot.
     std::size_t group_slot = graph::size;
@@ -703,8 +677,8 @@ TEMPLATE_TEST_CASE_SIG("session: fused groups of every unary op run on bare data
   // The two groups and abs(x) + 1, which b reads twice (abs(x), which all three read, is computed
   // in each of them); and the softmax.
   CHECK(fused == 3);
-  CHECK(bare_data_steps<typename executors::bare>() == 4);
-  CHECK(run_elements_steps<typename executors::bare>() == 3);  // not the softmax: its kernel has no compute_elements
+  CHECK(tf::test::bare_data_steps<typename executors::bare>() == 4);
+  CHECK(tf::test::run_elements_steps<typename executors::bare>() == 3);  // not the softmax: its kernel has no compute_elements
 
   executors both;
   for (std::uint64_t seed : {31, 32}) {
@@ -813,7 +787,7 @@ TEST_CASE("session: a fetched node on bare data leaves the result a caller holds
 
 TEST_CASE("session: small integer nodes on bare data: results, and an error that names the node", "[session][elementwise]") {
   using plan = tf::static_plan<int_graph, false, int_graph::position<decltype(i_out)>()>;
-  CHECK(bare_data_steps<tf::static_executor<plan, tf::cpu, tf::default_registry, true>>() == 5);  // mul, div, sub, abs, the fetched add
+  CHECK(tf::test::bare_data_steps<tf::static_executor<plan, tf::cpu, tf::default_registry, true>>() == 5);  // mul, div, sub, abs, the fetched add
   tf::cpu device;
   tf::session<int_graph, tf::cpu, tf::default_registry, false> s(int_graph{}, device);
   const auto at = tf::tensor::from_values<std::int32_t>({7, -8, 9, -10, 11, 0}, tf::shape{2, 3});

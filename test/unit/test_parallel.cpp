@@ -199,6 +199,59 @@ TEMPLATE_TEST_CASE("static parallel executor: 1, 2 and 4 threads give the sequen
   }
 }
 
+namespace {
+// Small elementwise nodes of one static shape, several read twice (steps of their own), with a
+// fetched intermediate: the parallel executor runs them on their buffers' data.
+constexpr auto sx = tf::input<"sx", float, static_shape<5>>;
+constexpr auto s1 = sx * 2.0_c + sx;
+constexpr auto s2 = tf::relu(sx - 0.25_c);
+constexpr auto s3 = s1 * s2 + s1;
+constexpr auto s4 = tf::maximum(s3, s2) - tf::exp(s1) * s2;
+}  // namespace
+
+TEMPLATE_TEST_CASE("static parallel executor: small elementwise steps run on bare data, with the sequential session's bits",
+                   "[parallel][static][elementwise]", std::false_type, std::true_type) {
+  constexpr bool fuse = TestType::value;
+  using graph = decltype(tf::graph(s4));
+  using plan = tf::static_plan<graph, fuse, graph::position<decltype(s4)>(), graph::position<decltype(s3)>()>;
+  using steps = typename tf::static_parallel_executor<plan, tf::cpu, tf::default_registry>::steps;
+  // Every op or fused step has one output of 5 elements, and all but two have inputs of as many:
+  // unfused, sx * 2 and sx - 0.25 broadcast a scalar constant, and go through tensors (fused, a
+  // group holds its constants).
+  std::size_t ops = 0;
+  for (auto kind : steps::step_kinds) ops += kind == tf::static_step_kind::op || kind == tf::static_step_kind::fused;
+  const std::size_t bare = ops - (fuse ? 0 : 2);
+  CHECK(tf::test::bare_data_steps<steps>() == bare);
+  CHECK(tf::test::run_elements_steps<steps>() == bare);
+
+  tf::cpu device;
+  tf::session<graph, tf::cpu, tf::default_registry, fuse> sequential(graph{}, device);
+  for (int threads : {1, 2, 4}) {
+    tf::session<graph, tf::cpu, tf::default_registry, fuse, true, true> parallel(graph{}, device, tf::parallel{threads});
+    // Fetched values held across runs keep their values: the next run writes a buffer of its own.
+    std::vector<tf::tensor> kept;
+    std::vector<std::vector<float>> values;
+    for (std::uint64_t seed : {1, 2, 3, 4}) {
+      const tf::tensor xt = random_tensor<float>(tf::shape{5}, seed);
+      auto want = sequential.run(tf::feed(sx, xt), tf::fetch(s4), tf::fetch(s3));
+      auto got = parallel.run(tf::feed(sx, xt), tf::fetch(s4), tf::fetch(s3));
+      REQUIRE(want.ok());
+      REQUIRE(got.ok());
+      CHECK(same_bits(std::get<0>(*got), std::get<0>(*want)));
+      CHECK(same_bits(std::get<1>(*got), std::get<1>(*want)));
+      const auto v = xt.unchecked_values<const float>();
+      const auto g = std::get<0>(*got).values();
+      for (std::size_t i = 0; i < 5; ++i) {
+        const double a = 2.0 * v[i] + v[i], b = std::max(double(v[i]) - 0.25, 0.0), c = a * b + a;
+        CHECK(g[i] == Approx(std::max(c, b) - std::exp(a) * b).epsilon(1e-5).margin(1e-5));
+      }
+      kept.push_back(std::get<0>(*got).untyped());
+      values.push_back(floats(kept.back()));
+    }
+    for (std::size_t i = 0; i < kept.size(); ++i) CHECK(floats(kept[i]) == values[i]);
+  }
+}
+
 TEST_CASE("static parallel executor: reads and assigns of a variable keep the plan's order", "[parallel][static]") {
   // `doubled` reads v before the assign replaces it, in every run, however the steps interleave.
   constexpr auto v = tf::variable<"v", float, static_shape<4>>;

@@ -58,8 +58,11 @@ struct static_state {
 
 
 // PlanMemory = false gives every output a buffer of its own (no arena, no forwarding): the
-// reference the memory plan is tested against.
-template <class Plan, static_devices Devices, class Registry, bool PlanMemory = true>
+// reference the memory plan is tested against. BareData = true runs a small elementwise step's
+// kernel on its slots' data (static_step_info::elementwise_elements), in the arena or in the
+// output's own buffer; without a plan it is false unless asked (the parallel executor, whose steps
+// keep their own buffers), so that the reference goes through tensors.
+template <class Plan, static_devices Devices, class Registry, bool PlanMemory = true, bool BareData = PlanMemory>
 class static_executor {
   using graph = typename Plan::graph_type;
   using nodes = typename graph::nodes;
@@ -69,7 +72,7 @@ class static_executor {
  public:
   using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
-  using steps = static_steps<group, state, PlanMemory>;
+  using steps = static_steps<group, state, PlanMemory, BareData>;
 
   // The position in the group of the device that runs each node, and its policy type.
   static constexpr const auto& node_device = node_device_indices<group, nodes>::value;
@@ -190,7 +193,7 @@ class static_executor {
       // fetched, kept by an assign or a transfer, or placed, keeps a buffer of its own).
       const bool one_output = (step_kinds[k] == static_step_kind::op || step_kinds[k] == static_step_kind::fused) &&
                               !graph::multi_output[p];
-      if (PlanMemory && one_output && i.inputs_known && i.spec.dims.is_fully_defined()) {
+      if (BareData && one_output && i.inputs_known && i.spec.dims.is_fully_defined()) {
         const std::int64_t e = i.spec.dims.num_elements();
         // An input of as many elements as the output broadcasts to it element for element ([] or
         // [1, 1] to [1]; [4] to [1, 4]): a dimension of 1 where the output's is larger would leave it fewer.

@@ -10,7 +10,9 @@
 //    calling thread runs first; edges from them are not counted.
 //  - Memory: every intermediate keeps a buffer of its own in the state, reused from run to run
 //    while its shape holds (no heap allocation per step once sized). The arena of the sequential
-//    executor's memory plan assumes the sequential order of steps and is not used here.
+//    executor's memory plan assumes the sequential order of steps and is not used here. A small
+//    elementwise step runs its kernel on those buffers' data, as the sequential executor does
+//    (static_steps' op_step::run_elements): no tensor views, context or status per step.
 //  - Asynchronous kernels finish through their callback; the pool thread goes on meanwhile. So do
 //    transfers to or from a device whose copies complete through a callback: the steps of
 //    several devices run at once wherever the DAG lets them.
@@ -37,7 +39,6 @@ namespace typeflow {
 
 template <class Plan, static_devices Devices, class Registry>
 class static_parallel_executor {
-  using steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false>;
   using group = device_group_t<Devices>;
   using graph = typename Plan::graph_type;
   using nodes = typename graph::nodes;
@@ -45,6 +46,9 @@ class static_parallel_executor {
   static constexpr std::size_t num_steps = Plan::num_steps;
 
  public:
+  // The steps' data and functions: no memory plan; small elementwise steps on bare data, in their
+  // outputs' own buffers.
+  using steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false, /*BareData=*/true>;
   using state = typename steps::state;
 
   // Runs one step on `pool` and the calling thread; the first error, or ok.

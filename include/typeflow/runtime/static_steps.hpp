@@ -3,7 +3,7 @@
 //
 // A static executor describes each step with a static_step_info (its node, the slots it reads, its
 // static spec, its input or variable number) in a constexpr array, and runs it through a function
-// chosen at compile time: static_steps<Group, State, PlanMemory>::op_step<Op, Kernel, Device, K, N>
+// chosen at compile time: static_steps<Group, State, PlanMemory, BareData>::op_step<Op, Kernel, Device, K, N>
 // for an op (one per op value, kernel, device and arity, however many nodes run it: the twelve
 // layers of a transformer share one matmul step), and one function per kind and device for inputs,
 // variables, constants, assigns, output nodes and transfers. None of these functions is named after
@@ -92,7 +92,8 @@ struct static_step_info {
   double value = 0;                           // a constant's value
   bool inputs_known = false;                  // every input's static shape is fully defined
   bool plannable = false;                     // the memory plan may place its output in the arena
-  // An op or fused step of an executor with a memory plan whose one output has a fully defined
+  // An op or fused step of an executor that runs such steps on bare data (static_executor's
+  // BareData: with a memory plan, and the parallel executor's) whose one output has a fully defined
   // static shape of at most small_elementwise_elements elements, as many as each of its inputs'
   // static shapes: that number (its kernel may then run on bare data: elementwise_data_kernel, in
   // the arena or in the output's own buffer); 0 otherwise.
@@ -126,7 +127,7 @@ inline status check_fed(std::string_view input, const tensor_spec& want, const t
 // status in st); false when its kernel is asynchronous and took `done`, which it calls when it
 // ends. done == nullptr waits for an asynchronous kernel.
 // infer: status(info, environment, shapes): the node's shape for this run's feeds, from its inputs'.
-template <class Group, class State, bool PlanMemory>
+template <class Group, class State, bool PlanMemory, bool BareData = PlanMemory>
 struct static_steps {
   using run_fn = bool (*)(const static_step_info&, const Group&, State&, const static_environment&, status&,
                           const detail::step_completion*);
@@ -304,7 +305,7 @@ struct static_steps {
     static constexpr bool expensive = is_expensive<Kernel>;
     // Whether a small elementwise node (elementwise_elements) may run on bare data: a host policy
     // (host_copies: its kernels read the slots' memory where it is) and a kernel with compute_elements.
-    static constexpr bool runs_on_elements = PlanMemory && N == 1 && elementwise_data_kernel<Kernel, K> &&
+    static constexpr bool runs_on_elements = BareData && N == 1 && elementwise_data_kernel<Kernel, K> &&
                                              std::is_base_of_v<host_copies, typename Kernel::device_type>;
 
     static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
