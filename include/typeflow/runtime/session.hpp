@@ -470,7 +470,9 @@ class session {
     (void)((st = bind_feed(args, feeds), st.ok()) && ...);
     if (!st.ok()) return st;
 
-    using executor = static_executor<Plan, group, Registry, PlanMemory && !Parallel>;
+    // A parallel session's steps are its parallel executor's (its state, its release_leaves).
+    using executor = std::conditional_t<Parallel, typename static_parallel_executor<Plan, group, Registry>::steps,
+                                        static_executor<Plan, group, Registry, PlanMemory>>;
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
     std::array<tensor, sizeof...(Fs)> fetched;
     if constexpr (Replay) {
