@@ -72,7 +72,7 @@ class static_executor {
  public:
   using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
-  using steps = static_steps<group, state, PlanMemory, BareData>;
+  using steps = static_steps<group, PlanMemory, BareData>;
 
   // The position in the group of the device that runs each node, and its policy type.
   static constexpr const auto& node_device = node_device_indices<group, nodes>::value;
@@ -308,7 +308,7 @@ class static_executor {
     if (auto st = bind(g, s, env); !st.ok()) return st;
     status st;
     for (std::size_t k = 0; k < num_steps; ++k) {
-      run_table[k](infos[k], g, s, env, st, nullptr);
+      run_table[k](infos[k], g, s.slots.data(), env, st, nullptr);
       if (!st.ok()) return st;
     }
     return st;
@@ -325,7 +325,7 @@ class static_executor {
   // asynchronous and took `done` (called when it ends). What a parallel executor runs.
   static bool start(std::size_t k, const group& g, state& s, const static_environment& env, status& st,
                     const detail::step_completion& done) {
-    return run_table[k](infos[k], g, s, env, st, &done);
+    return run_table[k](infos[k], g, s.slots.data(), env, st, &done);
   }
 
   // Drops what a finished run must not keep: transfers that share their source (or whose copy was

@@ -3,9 +3,10 @@
 //
 // A static executor describes each step with a static_step_info (its node, the slots it reads, its
 // static spec, its input or variable number) in a constexpr array, and runs it through a function
-// chosen at compile time: static_steps<Group, State, PlanMemory, BareData>::op_step<Op, Kernel, Device, K, N>
+// chosen at compile time: static_steps<Group, PlanMemory, BareData>::op_step<Op, Kernel, Device, K, N>
 // for an op (one per op value, kernel, device and arity, however many nodes run it: the twelve
-// layers of a transformer share one matmul step), and one function per kind and device for inputs,
+// layers of a transformer share one matmul step; and whatever the graph's size, so that every
+// graph of a program on the same devices, run by the same kind of executor, shares it), and one function per kind and device for inputs,
 // variables, constants, assigns, output nodes and transfers. None of these functions is named after
 // the graph: a compiler names every function it instantiates, and a name that spelled a graph of k
 // nodes made every one of k per-node functions cost O(k) (docs/design.md, "Compile time").
@@ -122,14 +123,17 @@ inline status check_fed(std::string_view input, const tensor_spec& want, const t
 }
 }  // namespace detail
 
-// The step functions of a plan run on a device_group type Group with states of type State.
-// run: bool(info, group, state, environment, status&, done): true when the step has finished (its
+// The step functions of a plan run on a device_group type Group. They read and write a state's
+// slots through a pointer to the first (static_state<Size, Inputs>::slots), not through the state,
+// whose type is a graph's size: a function of the state's type was instantiated again for every
+// size of graph in a program (test_fusion: 1,244 op steps' run() for 27 kinds of state).
+// run: bool(info, group, slots, environment, status&, done): true when the step has finished (its
 // status in st); false when its kernel is asynchronous and took `done`, which it calls when it
 // ends. done == nullptr waits for an asynchronous kernel.
 // infer: status(info, environment, shapes): the node's shape for this run's feeds, from its inputs'.
-template <class Group, class State, bool PlanMemory, bool BareData = PlanMemory>
+template <class Group, bool PlanMemory, bool BareData = PlanMemory>
 struct static_steps {
-  using run_fn = bool (*)(const static_step_info&, const Group&, State&, const static_environment&, status&,
+  using run_fn = bool (*)(const static_step_info&, const Group&, tensor* slots, const static_environment&, status&,
                           const detail::step_completion*);
   using infer_fn = status (*)(const static_step_info&, const static_environment&, std::span<shape>);
 
@@ -165,11 +169,11 @@ struct static_steps {
   template <std::size_t D>
   struct input_step {
     static constexpr bool expensive = false;
-    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
+    static bool run(const static_step_info& i, const Group& g, tensor* slots, const static_environment& env, status& st,
                     const detail::step_completion*) {
       const tensor& fed = *env.feeds[i.index];
       st = detail::check_fed(i.name, i.spec, fed);
-      if (st.ok()) st = to_device<D>(i, g, fed, s.slots[i.node]);
+      if (st.ok()) st = to_device<D>(i, g, fed, slots[i.node]);
       return true;
     }
     static status infer(const static_step_info& i, const static_environment& env, std::span<shape> sh) {
@@ -191,9 +195,9 @@ struct static_steps {
   struct variable_step {
     static constexpr bool expensive = false;
     static constexpr infer_fn infer = &infer_static;
-    static bool run(const static_step_info& i, const Group&, State& s, const static_environment& env, status& st,
+    static bool run(const static_step_info& i, const Group&, tensor* slots, const static_environment& env, status& st,
                     const detail::step_completion*) {
-      st = env.variables->read(i.index, i.name, s.slots[i.node]);
+      st = env.variables->read(i.index, i.name, slots[i.node]);
       return true;
     }
   };
@@ -202,9 +206,9 @@ struct static_steps {
   struct constant_step {
     static constexpr bool expensive = false;
     static constexpr infer_fn infer = &infer_static;
-    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+    static bool run(const static_step_info& i, const Group& g, tensor* slots, const static_environment&, status& st,
                     const detail::step_completion*) {
-      tensor& y = s.slots[i.node];
+      tensor& y = slots[i.node];
       st = ok_status();
       if (y.owns_buffer()) return true;
       auto t = tensor::scalar<T>(static_cast<T>(i.value));
@@ -217,10 +221,10 @@ struct static_steps {
   struct assign_step {
     static constexpr bool expensive = false;
     static constexpr infer_fn infer = &infer_same;
-    static bool run(const static_step_info& i, const Group&, State& s, const static_environment& env, status& st,
+    static bool run(const static_step_info& i, const Group&, tensor* slots, const static_environment& env, status& st,
                     const detail::step_completion*) {
-      s.slots[i.node] = s.slots[i.inputs[0]];
-      env.variables->write(i.index, s.slots[i.node]);
+      slots[i.node] = slots[i.inputs[0]];
+      env.variables->write(i.index, slots[i.node]);
       st = ok_status();
       return true;
     }
@@ -231,9 +235,9 @@ struct static_steps {
   template <auto Op, std::size_t K>
   struct output_step {
     static constexpr bool expensive = false;
-    static bool run(const static_step_info& i, const Group&, State& s, const static_environment&, status& st,
+    static bool run(const static_step_info& i, const Group&, tensor* slots, const static_environment&, status& st,
                     const detail::step_completion*) {
-      s.slots[i.node] = s.slots[i.output_slot];
+      slots[i.node] = slots[i.output_slot];
       st = ok_status();
       return true;
     }
@@ -248,11 +252,11 @@ struct static_steps {
   struct transfer_step {
     static constexpr bool expensive = false;
     static constexpr infer_fn infer = &infer_same;
-    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+    static bool run(const static_step_info& i, const Group& g, tensor* slots, const static_environment&, status& st,
                     const detail::step_completion* done) {
       st = ok_status();
-      const tensor& x = s.slots[i.inputs[0]];
-      tensor& y = s.slots[i.node];
+      const tensor& x = slots[i.inputs[0]];
+      tensor& y = slots[i.node];
       if constexpr (From == To) {
         y = x;
         return true;
@@ -294,7 +298,8 @@ struct static_steps {
 
   // An op (or a fused group) with K inputs and N outputs run by Kernel on device D, through the
   // launch path (runtime/launch.hpp), or, for a small elementwise node (elementwise_elements), by
-  // the kernel's compute_elements on bare data. Its outputs are the slots output_slot..
+  // the kernel's compute_elements on bare data (run_elements, which the executors call in place of
+  // run for such a step). Its outputs are the slots output_slot..
   // output_slot + N: an intermediate of the memory plan already points into the arena (a run-time
   // shape was inferred when the plan was made); any other keeps its own buffer from run to run
   // (prepare_output). A spec is inferred from this run's inputs unless it is static and so are the
@@ -308,16 +313,14 @@ struct static_steps {
     static constexpr bool runs_on_elements = BareData && N == 1 && elementwise_data_kernel<Kernel, K> &&
                                              std::is_base_of_v<host_copies, typename Kernel::device_type>;
 
-    static bool run(const static_step_info& i, const Group& g, State& s, const static_environment& env, status& st,
+    static bool run(const static_step_info& i, const Group& g, tensor* slots, const static_environment& env, status& st,
                     const detail::step_completion* done) {
-      if constexpr (runs_on_elements)
-        if (i.elementwise_elements != 0) return run_elements(i, g, s, env, st, done);
-      const std::span<tensor> ys(&s.slots[i.output_slot], N);
+      const std::span<tensor> ys(&slots[i.output_slot], N);
       const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
       void* const planned_at = ys[0].data();
       auto& device = g.template get<D>();
       std::array<tensor, K> in = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
-        return std::array<tensor, K>{s.slots[i.inputs[Ks]].view()...};
+        return std::array<tensor, K>{slots[i.inputs[Ks]].view()...};
       }(std::make_index_sequence<K>{});
       const bool known = i.inputs_known && i.spec.dims.is_fully_defined();
       // In the arena, the plan was made for this run's shapes; only a static output of an input
@@ -350,7 +353,7 @@ struct static_steps {
           result = with_node(i, errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
       };
       if constexpr (packs_operand<Kernel>) {
-        if (const std::shared_ptr<const void> form = packed_form(i, env, s, in))  // held until it has run
+        if (const std::shared_ptr<const void> form = packed_form(i, env, slots, in))  // held until it has run
           return launch(device, packed_kernel<Kernel>{Op, form.get()}, in, ys, st, finish);
       }
       if (done != nullptr) return launch(device, compiled_kernel<Kernel>{Op}, in, ys, st, finish, *done);
@@ -364,16 +367,16 @@ struct static_steps {
     // which the executors call directly for such a step (static_executor::run_table), so that a
     // one-element add does not pay for the general path's frame: its locals and saved registers
     // cost more than the add (a third of a fused group's time on one element).
-    static bool run_elements(const static_step_info& i, const Group& g, State& s, const static_environment&, status& st,
+    static bool run_elements(const static_step_info& i, const Group& g, tensor* slots, const static_environment&, status& st,
                              const detail::step_completion*)
       requires runs_on_elements
     {
-      tensor& y = s.slots[i.output_slot];
+      tensor& y = slots[i.output_slot];
       if (!i.plannable || y.owns_buffer() || y.data() == nullptr)  // not in the arena
         if (status prepared = prepare_output(g.template get<D>(), y, i.spec); !prepared.ok()) [[unlikely]]
           return st = with_node(i, prepared), true;
       std::array<const void*, K> data;
-      for (std::size_t k = 0; k < K; ++k) data[k] = s.slots[i.inputs[k]].data();
+      for (std::size_t k = 0; k < K; ++k) data[k] = slots[i.inputs[k]].data();
       if (status result = Kernel::compute_elements(Op, data, y.data(), i.elementwise_elements); !result.ok()) [[unlikely]]
         st = with_node(i, result);
       else if (!st.ok())
@@ -390,7 +393,7 @@ struct static_steps {
     // value this run read, or one packed now, the second time this step sees the value (and kept);
     // null when the input is not a variable, the kernel does not pack these inputs, or there is no
     // memory for the form. The run holds the form: a write of the variable meanwhile drops the store's.
-    static std::shared_ptr<const void> packed_form(const static_step_info& i, const static_environment& env, State& s,
+    static std::shared_ptr<const void> packed_form(const static_step_info& i, const static_environment& env, tensor* slots,
                                                    const std::array<tensor, K>& in)
       requires packs_operand<Kernel>
     {
@@ -399,7 +402,7 @@ struct static_steps {
       const std::size_t v = i.input_variables[j];
       const std::span<const tensor> inputs(in);
       if (v == no_variable || env.variables == nullptr || !Kernel::packable(Op, inputs)) return nullptr;
-      const tensor& value = s.slots[i.inputs[j]];
+      const tensor& value = slots[i.inputs[j]];
       try {
         bool seen = false;
         std::uint64_t generation = 0;
