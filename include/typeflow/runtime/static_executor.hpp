@@ -72,7 +72,7 @@ class static_executor {
  public:
   using state = static_state<graph::num_slots, graph::num_input_nodes>;
   using memory = static_memory_plan<Plan>;
-  using steps = static_steps<group, PlanMemory, BareData>;
+  using steps = static_steps<group>;
 
   // The position in the group of the device that runs each node, and its policy type.
   static constexpr const auto& node_device = node_device_indices<group, nodes>::value;
@@ -269,11 +269,13 @@ class static_executor {
   using run_fn = typename steps::run_fn;
   using infer_fn = typename steps::infer_fn;
   // Step K's run function: an op's on bare data when the step is small and elementwise (known here,
-  // at compile time: no branch on it when it runs), else its runner's.
+  // at compile time: no branch on it when it runs), else its runner's. Without BareData no step has
+  // elementwise_elements, and this table names no run_elements.
   template <std::size_t K>
   static constexpr run_fn run_of() {
-    if constexpr (requires { requires runner<K>::runs_on_elements; })
-      if (infos[K].elementwise_elements != 0) return &runner<K>::run_elements;
+    if constexpr (BareData)
+      if constexpr (requires { requires runner<K>::runs_on_elements; })
+        if (infos[K].elementwise_elements != 0) return &runner<K>::run_elements;
     return &runner<K>::run;
   }
   static constexpr std::array<run_fn, num_steps> run_table = []<std::size_t... Ks>(std::index_sequence<Ks...>) {

@@ -3,13 +3,14 @@
 //
 // A static executor describes each step with a static_step_info (its node, the slots it reads, its
 // static spec, its input or variable number) in a constexpr array, and runs it through a function
-// chosen at compile time: static_steps<Group, PlanMemory, BareData>::op_step<Op, Kernel, Device, K, N>
-// for an op (one per op value, kernel, device and arity, however many nodes run it: the twelve
-// layers of a transformer share one matmul step; and whatever the graph's size, so that every
-// graph of a program on the same devices, run by the same kind of executor, shares it), and one function per kind and device for inputs,
-// variables, constants, assigns, output nodes and transfers. None of these functions is named after
-// the graph: a compiler names every function it instantiates, and a name that spelled a graph of k
-// nodes made every one of k per-node functions cost O(k) (docs/design.md, "Compile time").
+// chosen at compile time: static_steps<Group>::op_step<Op, Kernel, Device, K, N> for an op (one per
+// op value, kernel, device and arity, however many nodes run it: the twelve layers of a transformer
+// share one matmul step; and whatever the graph's size or the executor, so that every graph of a
+// program on the same devices shares it, sequential, parallel or without a memory plan), and one
+// function per kind and device for inputs, variables, constants, assigns, output nodes and
+// transfers. None of these functions is named after the graph: a compiler names every function it
+// instantiates, and a name that spelled a graph of k nodes made every one of k per-node functions
+// cost O(k) (docs/design.md, "Compile time").
 #pragma once
 
 #include <typeflow/fwd.hpp>
@@ -93,6 +94,7 @@ struct static_step_info {
   double value = 0;                           // a constant's value
   bool inputs_known = false;                  // every input's static shape is fully defined
   bool plannable = false;                     // the memory plan may place its output in the arena
+                                              // (never without a memory plan: op_step::run relies on it)
   // An op or fused step of an executor that runs such steps on bare data (static_executor's
   // BareData: with a memory plan, and the parallel executor's) whose one output has a fully defined
   // static shape of at most small_elementwise_elements elements, as many as each of its inputs'
@@ -131,7 +133,10 @@ inline status check_fed(std::string_view input, const tensor_spec& want, const t
 // status in st); false when its kernel is asynchronous and took `done`, which it calls when it
 // ends. done == nullptr waits for an asynchronous kernel.
 // infer: status(info, environment, shapes): the node's shape for this run's feeds, from its inputs'.
-template <class Group, bool PlanMemory, bool BareData = PlanMemory>
+// Whether a step's output may be in the arena (static_step_info::plannable) and whether it runs on
+// bare data (elementwise_elements) are the executor's, in the records: not parameters here, so the
+// executors with and without a memory plan share these functions.
+template <class Group>
 struct static_steps {
   using run_fn = bool (*)(const static_step_info&, const Group&, tensor* slots, const static_environment&, status&,
                           const detail::step_completion*);
@@ -310,13 +315,13 @@ struct static_steps {
     static constexpr bool expensive = is_expensive<Kernel>;
     // Whether a small elementwise node (elementwise_elements) may run on bare data: a host policy
     // (host_copies: its kernels read the slots' memory where it is) and a kernel with compute_elements.
-    static constexpr bool runs_on_elements = BareData && N == 1 && elementwise_data_kernel<Kernel, K> &&
+    static constexpr bool runs_on_elements = N == 1 && elementwise_data_kernel<Kernel, K> &&
                                              std::is_base_of_v<host_copies, typename Kernel::device_type>;
 
     static bool run(const static_step_info& i, const Group& g, tensor* slots, const static_environment& env, status& st,
                     const detail::step_completion* done) {
       const std::span<tensor> ys(&slots[i.output_slot], N);
-      const bool in_arena = PlanMemory && i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
+      const bool in_arena = i.plannable && !ys[0].owns_buffer() && ys[0].data() != nullptr;
       void* const planned_at = ys[0].data();
       auto& device = g.template get<D>();
       std::array<tensor, K> in = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
@@ -345,9 +350,7 @@ struct static_steps {
       }
       // The plan gave this output its place in the arena; a kernel that put a view of another
       // buffer there instead would outlive that buffer's planned lifetime.
-      // in_arena is init-captured: without PlanMemory it is a constant expression, and Clang 19
-      // warns that a plain capture of it is not needed (-Wunused-lambda-capture).
-      auto finish = [&i, ys, in_arena = in_arena, planned_at](status& result) {
+      auto finish = [&i, ys, in_arena, planned_at](status& result) {
         if (!result.ok()) result = with_node(i, result);
         else if (in_arena && ys[0].data() != planned_at)
           result = with_node(i, errors::internal("the kernel replaced an output that the memory plan placed in the arena"));
