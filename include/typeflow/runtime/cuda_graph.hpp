@@ -200,7 +200,7 @@ class cuda_graph_replay final : public detail::replay_base {
           const tensor& x = *env.feeds[infos[k].index];
           st = copy_in(staged++, x, state_.slots[infos[k].node]);
         } else if (sets_values(kinds[k]) || kinds[k] == static_step_kind::output) {
-          Executor::run_table[k](infos[k], g, state_.slots.data(), env, st, nullptr);
+          Executor::run_step(k, g, state_, env, st);
         }
       }
       if (st.ok() && signature() == signature_) {
@@ -275,7 +275,7 @@ class cuda_graph_replay final : public detail::replay_base {
     // (buffers kept from the last run), so that the signature sees what the graph will read.
     for (std::size_t k = 0; k < num_steps; ++k)
       if ((sets_values(kinds[k]) || kinds[k] == static_step_kind::output) &&
-          (Executor::run_table[k](infos[k], g, state_.slots.data(), env, st, nullptr), !st.ok()))
+          (Executor::run_step(k, g, state_, env, st), !st.ok()))
         return st;
     if (exec_ && signature() == signature_) {
       if (st = launch(gpu.streams()); !st.ok()) return st;
@@ -373,7 +373,7 @@ class cuda_graph_replay final : public detail::replay_base {
     {
       const cuda_branches::scope on(*branches_, 0, false, &hold);
       for (std::size_t k = 0; k < num_steps && st.ok(); ++k)
-        if (!sets_values(kinds[k])) Executor::run_table[k](infos[k], g, state_.slots.data(), env, st, nullptr);
+        if (!sets_values(kinds[k])) Executor::run_step(k, g, state_, env, st);
     }
     if (auto joined = order(origin(), *join_, streams.compute); !joined.ok()) {
       (void)origin().synchronize();
@@ -463,7 +463,7 @@ class cuda_graph_replay final : public detail::replay_base {
     status st;
     for (std::size_t k = 0, i = 0; k < num_steps && st.ok(); ++k) {
       if (kinds[k] == static_step_kind::output) {
-        Executor::run_table[k](infos[k], g, state_.slots.data(), env, st, nullptr);
+        Executor::run_step(k, g, state_, env, st);
         continue;
       }
       if (!on_gpu(kinds[k])) continue;
@@ -474,7 +474,7 @@ class cuda_graph_replay final : public detail::replay_base {
       if (!st.ok()) break;
       {
         const cuda_branches::scope scope(*branches_, b, true, &hold);
-        Executor::run_table[k](infos[k], g, state_.slots.data(), env, st, nullptr);
+        Executor::run_step(k, g, state_, env, st);
       }
       if (st.ok() && plan.recorded[i]) st = step_events_[i]->record(on);
       ++i;

@@ -310,10 +310,16 @@ class static_executor {
     if (auto st = bind(g, s, env); !st.ok()) return st;
     status st;
     for (std::size_t k = 0; k < num_steps; ++k) {
-      run_table[k](infos[k], g, s.slots.data(), env, st, nullptr);
+      run_step(k, g, s, env, st);
       if (!st.ok()) return st;
     }
     return st;
+  }
+
+  // Runs step k to its end (an asynchronous kernel waited for), its status in st: what run() does
+  // for each step, and a CUDA-graph session for the steps it runs itself.
+  static void run_step(std::size_t k, const group& g, state& s, const static_environment& env, status& st) {
+    run_table[k](infos[k], g, s.slots.data(), env, st, nullptr);
   }
 
   // The shape of every node the plan runs, for these feeds (what a run's memory plan is made from).
