@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The 12-layer transformer encoder of examples/transformer.cpp (hidden 256, 4 heads, feed-forward
 // 1024, 128 tokens) as one static graph, against the same network written by hand against Eigen
-// in this binary (examples/transformer.hpp), checked for agreement: batch 1 and 8, 1 and 2 threads.
+// in this binary (examples/transformer.hpp), checked for agreement: batch 1 and 8, 1 and 2 threads;
+// the session with its kernels compiled in place (default_registry) and with the kernels of the
+// program's kernel table (dispatched<>, compiled once in default_kernels: what examples/transformer.cpp
+// runs).
 #include <typeflow/typeflow.hpp>
+#include <typeflow/registry/extern_kernels.hpp>
 
 #include <cstdio>
 #include <string>
@@ -17,10 +21,10 @@ namespace {
 
 using model = models::transformer<models::transformer_config{.layers = 12, .hidden = 256, .heads = 4, .ffn = 1024, .sequence = 128}>;
 
-template <class Device>
+template <class Registry = tf::default_registry, class Device>
 void bench_transformer(tf::bench::harness& h, Device& device, const model::weights& w, std::int64_t batch,
                        const std::string& label) {
-  tf::session s(model::built::graph{}, device);
+  tf::session<model::built::graph, Device, Registry> s(model::built::graph{}, device);
   if (auto st = model::initialize(s, w); !st.ok()) std::printf("!! %s: %s\n", label.c_str(), st.to_string().c_str());
   const tf::tensor in = model::input(batch);
   model::eigen_forward reference(batch);
@@ -39,12 +43,16 @@ int main(int argc, char** argv) {
   {
     tf::cpu device;
     bench_transformer(h, device, w, 1, "transformer 12 layers, batch 1, 1 thread");
+    bench_transformer<tf::dispatched<>>(h, device, w, 1, "transformer 12 layers, batch 1, 1 thread, kernels from the table");
     bench_transformer(h, device, w, 8, "transformer 12 layers, batch 8, 1 thread");
+    bench_transformer<tf::dispatched<>>(h, device, w, 8, "transformer 12 layers, batch 8, 1 thread, kernels from the table");
   }
   {
     tf::thread_pool device(2);
     bench_transformer(h, device, w, 1, "transformer 12 layers, batch 1, 2 threads");
+    bench_transformer<tf::dispatched<>>(h, device, w, 1, "transformer 12 layers, batch 1, 2 threads, kernels from the table");
     bench_transformer(h, device, w, 8, "transformer 12 layers, batch 8, 2 threads");
+    bench_transformer<tf::dispatched<>>(h, device, w, 8, "transformer 12 layers, batch 8, 2 threads, kernels from the table");
   }
   return 0;
 }

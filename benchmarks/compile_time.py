@@ -15,7 +15,8 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
     put in a session and run once, against the same include-only baseline: written with
     expressions ("static graph, ...") and by a graph_builder's build function ("graph_builder, ...");
   - examples/transformer.cpp, the 12-layer transformer encoder, and that model's static graph alone
-    in a session on cpu (what a program pays for the model as a type), against the same baseline.
+    in a session on cpu (what a program pays for the model as a type), its kernels compiled in place
+    and from the program's kernel table (tf::dispatched<>), against the same baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
 """
@@ -214,22 +215,29 @@ int main() {{
     case = "examples/transformer.cpp (12 layers, static + runtime graph)"
     if wanted(case):
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
-    # What a program pays for the model as a type: its static graph in one session on cpu, run once.
-    case = "transformer 12 layers as a static graph, one cpu session"
-    if wanted(case):
-        (tmp / "transformer_static.cpp").write_text(f"""#include "{root / 'examples' / 'transformer.hpp'}"
+    # What a program pays for the model as a type: its static graph in one session on cpu, run once,
+    # with the kernels compiled in place, and with the kernels of the program's kernel table
+    # (tf::dispatched<>, the table declared extern: registry/dispatched.hpp).
+    for case, extern, registry in (("transformer 12 layers as a static graph, one cpu session", "", ""),
+                                   ("transformer 12 layers as a static graph, one cpu session, kernels from the table",
+                                    "#include <typeflow/registry/extern_kernels.hpp>", ", tf::dispatched<>")):
+        if not wanted(case):
+            continue
+        source = tmp / ("transformer_static_dispatched.cpp" if registry else "transformer_static.cpp")
+        source.write_text(f"""#include "{root / 'examples' / 'transformer.hpp'}"
+{extern}
 namespace tf = typeflow;
 using model = models::transformer<models::transformer_config{{.layers = 12, .hidden = 256, .heads = 4, .ffn = 1024, .sequence = 128}}>;
 int main() {{
   tf::cpu device;
-  tf::session s(model::built::graph{{}}, device);
+  tf::session<model::built::graph, tf::cpu{registry}> s(model::built::graph{{}}, device);
   const model::weights w;
   if (!model::initialize(s, w).ok()) return 1;
   auto r = s.run(tf::feed(model::built::node<"x">, model::input(1)), tf::fetch(model::built::output<0>));
   return r.ok() ? 0 : 1;
 }}
 """)
-        report(case, measure(tmp / "transformer_static.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
+        report(case, measure(source, reps=1), base, "#include <typeflow/typeflow.hpp>")
     for test in sorted((root / "test" / "unit").glob("test_*.cpp")):
         if not wanted(f"unit test {test.stem}"):
             continue

@@ -5,7 +5,9 @@
 //   transformer [BATCH] [--threads N | --parallel N]
 // Runs it, checks it against the same network written by hand against Eigen in this program and
 // against the same graph run as a runtime graph (to_graph_def, then runtime_session), and prints the
-// differences and the median latency of the static session and of the Eigen version. --threads N
+// differences and the median latency of the static session and of the Eigen version. The static
+// session runs the kernels of the program's kernel table (tf::dispatched<>), the runtime graph's too,
+// compiled once in default_kernels (the benchmarks' and tests' test/kernels/). --threads N
 // gives the kernels N threads (a thread_pool device); --parallel N runs independent steps on N
 // threads too (the static parallel executor). Exits 1 when they disagree. Built with
 // -DTYPEFLOW_TRANSFORMER_SMALL it is 2 layers of hidden 64 over 16 tokens (what scripts/test runs).
@@ -49,7 +51,13 @@ template <class Device, class... Options>
 int run(Device& device, std::int64_t batch, Options... options) {
   const model::weights w;
   using graph_type = model::built::graph;
-  tf::session s(graph_type{}, device, options...);
+  // Its kernels come from the program's kernel table, as the runtime graph's below do
+  // (tf::dispatched<>: registry/dispatched.hpp), so this file compiles none of their code; a fused
+  // group's kernel is the graph's own and compiled here. parallel{n} among the options: the static
+  // parallel executor.
+  constexpr bool parallel = (std::is_same_v<Options, tf::parallel> || ...);
+  tf::session<graph_type, Device, tf::dispatched<>, tf::fuses_by_default<Device>, true, parallel> s(graph_type{}, device,
+                                                                                                   options...);
   if (auto st = model::initialize(s, w); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.to_string().c_str());
     return 1;

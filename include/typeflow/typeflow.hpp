@@ -63,6 +63,7 @@
 #include <typeflow/ops/unary.hpp>
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/dispatch_table.hpp>
+#include <typeflow/registry/dispatched.hpp>
 #include <typeflow/registry/kernel_table.hpp>
 #include <typeflow/registry/registry.hpp>
 #include <typeflow/runtime/call.hpp>

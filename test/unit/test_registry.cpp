@@ -3,7 +3,11 @@
 // defaults), extension with a user's own op, and the text of the missing-kernel message.
 #include "support.hpp"
 
+#include <cstring>
+#include <span>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <boost/hana/length.hpp>
 
@@ -27,6 +31,19 @@ struct marked_relu {
 
 using overrides = tf::kernel_list<tf::kernel_family<marked_relu, tf::ops::relu, tf::devices<tf::cpu>, tf::dtypes<float>>>;
 using my_registry = tf::registry<overrides, tf::cpu_kernel_list>;
+
+// An op of the program's own that takes a built-in op's name: the table of a registry that lists it
+// gives the name "relu" to it, so tf::ops::relu's kernel cannot come from that table.
+struct own_relu {
+  static constexpr std::string_view name = "relu";
+  static constexpr int num_inputs = 1;
+  constexpr tf::result<tf::dtype> infer_dtype(std::span<const tf::dtype> in) const { return in[0]; }
+  constexpr tf::result<tf::shape> infer_shape(std::span<const tf::shape> in) const { return in[0]; }
+  friend constexpr bool operator==(const own_relu&, const own_relu&) = default;
+};
+using renaming_registry =
+    tf::registry<tf::kernel_list<tf::kernel_family<marked_relu, own_relu, tf::devices<tf::cpu>, tf::dtypes<float>>>,
+                 tf::cpu_kernel_list>;
 
 }  // namespace user
 
@@ -83,4 +100,85 @@ TEST_CASE("named kernel lists: registries unwrap them, however deep, beside unna
   STATIC_REQUIRE(std::is_same_v<mixed::kernel<tf::ops::exp, tf::cpu, float>,
                                 tf::cpu_kernels::eigen_unary_kernel<tf::ops::exp, tf::cpu, float>>);
   STATIC_REQUIRE(boost::hana::length(tf::kernel_families_t<tf::cpu_kernels::binary_kernels>{}) == boost::hana::size_c<10>);
+}
+
+// A static session whose kernels come from the dispatch tables (registry/dispatched.hpp): the step
+// of each op runs the table's entry for the kernel the registry names, a fused group's kernel is
+// compiled in place, and a matmul on a variable keeps its b packed through the table's entry.
+namespace {
+constexpr auto dx = tf::input<"x", float, tf::static_shape<8, 8>>;
+constexpr auto dw = tf::variable<"w", float, tf::static_shape<8, 8>>;
+constexpr auto db = tf::variable<"b", float, tf::static_shape<8>>;
+constexpr auto dy = tf::softmax(tf::relu(tf::matmul(dx, dw) + db)) + tf::apply<tf::op_with<tf::ops::transpose>(tf::attr<"perm">(tf::int_list{1, 0}))>(tf::tanh(dw * dw));
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("dispatched<>: a static session runs the table's kernels, bit for bit", "[registry][dispatched]",
+                        tf::test::device_policies) {
+  using matmul_kernel = tf::default_registry::kernel<tf::ops::matmul, TestType, float>;
+  STATIC_REQUIRE(std::is_same_v<tf::dispatched<>::kernel<tf::ops::matmul, TestType, float>,
+                                tf::detail::dispatched_kernel<tf::default_registry, matmul_kernel, float>>);
+  STATIC_REQUIRE(tf::packs_operand<tf::dispatched<>::kernel<tf::ops::matmul, TestType, float>>);
+  STATIC_REQUIRE(!tf::packs_operand<tf::dispatched<>::kernel<tf::ops::softmax, TestType, float>>);
+  using graph = decltype(tf::graph(dy));
+  auto device = tf::test::make_device<TestType>();
+  tf::session<graph, TestType> compiled(graph{}, device);
+  tf::session<graph, TestType, tf::dispatched<>> table(graph{}, device);
+  tf::session<graph, TestType, tf::dispatched<>, tf::fuses_by_default<TestType>, true, true> parallel(graph{}, device,
+                                                                                                      tf::parallel{2});
+  REQUIRE(parallel.init_status().ok());
+  const tf::tensor w = tf::test::random_tensor<float>(tf::shape{8, 8}, 7);
+  const tf::tensor b = tf::test::random_tensor<float>(tf::shape{8}, 8);
+  REQUIRE((compiled.initialize(dw, w).ok() && compiled.initialize(db, b).ok()));
+  REQUIRE((table.initialize(dw, w).ok() && table.initialize(db, b).ok()));
+  REQUIRE((parallel.initialize(dw, w).ok() && parallel.initialize(db, b).ok()));
+  for (int run = 0; run < 3; ++run) {
+    const tf::tensor x = tf::test::random_tensor<float>(tf::shape{8, 8}, 100 + run);
+    auto want = compiled.run(tf::feed(dx, x), tf::fetch(dy));
+    auto got = table.run(tf::feed(dx, x), tf::fetch(dy));
+    auto got_parallel = parallel.run(tf::feed(dx, x), tf::fetch(dy));
+    REQUIRE((want.ok() && got.ok() && got_parallel.ok()));
+    const auto a = std::get<0>(*want).values(), c = std::get<0>(*got).values(), p = std::get<0>(*got_parallel).values();
+    REQUIRE((a.size() == 64 && c.size() == 64 && p.size() == 64));
+    CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(a.data(), p.data(), a.size() * sizeof(float)) == 0);
+  }
+  // w was read by three runs: the second packed it (kernels/packed_operand.hpp), through the entry.
+  CHECK(compiled.derived_forms() == 1);
+  CHECK(table.derived_forms() == 1);
+  CHECK(parallel.derived_forms() == 1);
+}
+
+TEST_CASE("dispatched<my_registry>: a static session runs the user's kernel from the user's table", "[registry][dispatched]") {
+  STATIC_REQUIRE(std::is_same_v<tf::dispatched<user::my_registry>::kernel<tf::ops::relu, tf::cpu, float>,
+                                tf::detail::dispatched_kernel<user::my_registry, user::marked_relu<tf::ops::relu, tf::cpu, float>, float>>);
+  constexpr auto in = tf::input<"x", float, tf::static_shape<3>>;
+  constexpr auto out = tf::relu(in);
+  tf::cpu device;
+  tf::session<decltype(tf::graph(out)), tf::cpu, tf::dispatched<user::my_registry>> s(tf::graph(out), device);
+  auto x = tf::tensor::from_values<float>({1, -2, 3});
+  REQUIRE(x.ok());
+  auto r = s.run(tf::feed(in, *x), tf::fetch(out));
+  REQUIRE(r.ok());
+  const auto y = std::get<0>(*r).values();
+  CHECK(std::vector<float>(y.begin(), y.end()) == std::vector<float>{-7, -7, -7});
+}
+
+TEST_CASE("dispatched<R>: an op whose name the table gives to another op type runs its kernel in place", "[registry][dispatched]") {
+  using table = tf::dispatched<user::renaming_registry>;
+  STATIC_REQUIRE(std::is_same_v<table::kernel<tf::ops::relu, tf::cpu, float>, tf::default_registry::kernel<tf::ops::relu, tf::cpu, float>>);
+  STATIC_REQUIRE(std::is_same_v<table::kernel<user::own_relu, tf::cpu, float>,
+                                tf::detail::dispatched_kernel<user::renaming_registry, user::marked_relu<user::own_relu, tf::cpu, float>, float>>);
+  // dispatched<dispatched<R>> is dispatched<R>.
+  STATIC_REQUIRE(std::is_same_v<tf::dispatched<tf::dispatched<>>::kernel<tf::ops::matmul, tf::cpu, float>,
+                                tf::dispatched<>::kernel<tf::ops::matmul, tf::cpu, float>>);
+  constexpr auto in = tf::input<"x", float, tf::static_shape<3>>;
+  constexpr auto out = tf::relu(in) + tf::apply<user::own_relu{}>(in);
+  tf::cpu device;
+  tf::session<decltype(tf::graph(out)), tf::cpu, table, false> s(tf::graph(out), device);
+  auto x = tf::tensor::from_values<float>({1, -2, 3});
+  REQUIRE(x.ok());
+  auto r = s.run(tf::feed(in, *x), tf::fetch(out));
+  REQUIRE(r.ok());
+  const auto y = std::get<0>(*r).values();
+  CHECK(std::vector<float>(y.begin(), y.end()) == std::vector<float>{-6, -7, -4});  // relu(x) - 7
 }

@@ -30,6 +30,7 @@
 #include <typeflow/core/tensor_spec.hpp>
 #include <typeflow/graph/attr_value.hpp>
 #include <typeflow/kernels/kernel.hpp>
+#include <typeflow/kernels/packed_operand.hpp>
 #include <typeflow/ops/attributes.hpp>
 #include <typeflow/ops/elementwise.hpp>
 #include <typeflow/ops/op.hpp>
@@ -203,11 +204,23 @@ struct dispatch_table {
   static void compute_async_erased(const void* op, kernel_context<Device>& ctx, kernel_done done) {
     K::compute_async(*static_cast<const typename K::op_type*>(op), ctx, std::move(done));
   }
+  // A packing kernel's functions (kernel_entry::packing), one record per kernel type.
+  template <class K>
+  static constexpr kernel_packing<Device> packing_of{
+      [](const void* op, std::span<const tensor> inputs) { return K::packable(*static_cast<const typename K::op_type*>(op), inputs); },
+      [](const void* op, std::span<const tensor> inputs) { return K::pack(*static_cast<const typename K::op_type*>(op), inputs); },
+      [](const void* op, kernel_context<Device>& ctx, const void* form) {
+        return K::compute_packed(*static_cast<const typename K::op_type*>(op), ctx, form);
+      }};
   template <class K>
   static constexpr kernel_entry entry_of(std::string_view op, dtype type) {
     require_kernel<K>();
-    if constexpr (async_kernel<K>) return kernel_entry{op, type, nullptr, &compute_async_erased<K>, is_expensive<K>, 0, kernel_id<K>};
-    else if constexpr (sync_kernel<K>) return kernel_entry{op, type, &compute_erased<K>, nullptr, is_expensive<K>, 0, kernel_id<K>};
+    const kernel_packing<Device>* packing = nullptr;
+    if constexpr (packs_operand<K>) packing = &packing_of<K>;
+    if constexpr (async_kernel<K>)
+      return kernel_entry{op, type, nullptr, &compute_async_erased<K>, is_expensive<K>, 0, kernel_id<K>, packing};
+    else if constexpr (sync_kernel<K>)
+      return kernel_entry{op, type, &compute_erased<K>, nullptr, is_expensive<K>, 0, kernel_id<K>, packing};
     else return kernel_entry{};  // unreachable: require_kernel has failed to compile
   }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernel_table<Device>: what a runtime graph looks kernels up in, whatever registry made it.
-//  - kernel_entry<Device>: (op name, dtype) -> a type-erased compute or compute_async, and which
-//    kernel type it is (kernel_id<K>);
+//  - kernel_entry<Device>: (op name, dtype) -> a type-erased compute or compute_async, which kernel
+//    type it is (kernel_id<K>), and, for a kernel that keeps an operand packed, its packing functions
+//    (kernel_packing<Device>: what a static session run through the table, dispatched<Registry>, uses);
 //  - table_kernel<Device>: an entry and the op value it runs, as the launch path takes a kernel;
 //  - op_entry: op name -> how to build the op from its attributes;
 //  - kernel_table<Device>: both, sorted, searched by binary search (constexpr).
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +24,7 @@
 #include <typeflow/core/detail/format.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/status.hpp>
+#include <typeflow/core/tensor.hpp>
 #include <typeflow/graph/attr_value.hpp>
 #include <typeflow/kernels/kernel.hpp>
 #include <typeflow/ops/attributes.hpp>
@@ -43,6 +46,16 @@ inline char kernel_identity = 0;
 template <class K>
 inline constexpr const void* kernel_id = &detail::kernel_identity<K>;
 
+// The functions of a kernel K that keeps one input packed (packs_operand<K>, kernels/packed_operand.hpp),
+// type-erased as an entry's compute is: what a static session whose kernels come from the table
+// (dispatched<Registry>) calls to pack a variable operand once and run on the packed form.
+template <class Device>
+struct kernel_packing {
+  bool (*packable)(const void* op, std::span<const tensor> inputs) = nullptr;
+  std::shared_ptr<const void> (*pack)(const void* op, std::span<const tensor> inputs) = nullptr;
+  status (*compute_packed)(const void* op, kernel_context<Device>& ctx, const void* form) = nullptr;
+};
+
 template <class Device>
 struct kernel_entry {
   using compute_fn = status (*)(const void* op, kernel_context<Device>& ctx);
@@ -55,6 +68,7 @@ struct kernel_entry {
   bool expensive = false;
   std::size_t order = 0;  // position in the registry's search order; the first wins
   const void* kernel = nullptr;  // kernel_id<K> of the kernel type K it runs
+  const kernel_packing<Device>* packing = nullptr;  // K's packing functions where packs_operand<K>, else null
 };
 
 // An entry and the op value it runs (the registry's op type for entry->op, behind a pointer):

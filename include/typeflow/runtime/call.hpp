@@ -30,15 +30,10 @@
 #include <typeflow/ops/op.hpp>
 #include <typeflow/registry/default_registry.hpp>
 #include <typeflow/registry/dispatch_table.hpp>
+#include <typeflow/registry/dispatched.hpp>
 #include <typeflow/runtime/launch.hpp>
 
 namespace typeflow {
-
-// As call's Registry: Registry's kernel, reached through its instantiated dispatch table.
-template <class Registry = default_registry>
-struct dispatched {
-  using registry_type = Registry;
-};
 
 namespace detail {
 template <class Registry>
@@ -48,7 +43,7 @@ struct call_registry {
 };
 template <class Registry>
 struct call_registry<dispatched<Registry>> {
-  using type = Registry;
+  using type = typename table_registry<Registry>::type;
   static constexpr bool through_table = true;
 };
 }  // namespace detail
@@ -138,16 +133,10 @@ result<call_result<Op>> call(Device& device, const Op& o, std::span<const tensor
                   "typeflow: call<T, dispatched<Registry>> runs only kernels that dispatch tables hold");
     static_assert(std::is_same_v<typename kernel_type::op_type, Op>,
                   "typeflow: call<T, dispatched<Registry>>: the registry's kernel for this op runs another op type");
-    // The entry for (op, dtype), looked up once: the registry's first kernel, the one named above (a
-    // table built from another registry or list order would hold another).
-    static const kernel_entry<Device>* const entry = [] {
-      const kernel_entry<Device>* e = kernels_of<reg, Device>().find_kernel(Op::name, dtype_of<T>);
-      return e != nullptr && e->kernel == kernel_id<kernel_type> ? e : nullptr;
-    }();
-    if (entry == nullptr)
-      return errors::internal(Op::name, ": the dispatch table on ", device.name(), " holds no entry for ",
-                              name_of(dtype_of<T>), " that is the kernel the registry names");
-    launch(device, table_kernel<Device>{entry, &o}, inputs, outputs, st, [](status&) {});
+    // The table's entry for (op, dtype), checked to be the kernel named above; the kernel in place
+    // where the table gives the op's name to another op type (registry/dispatched.hpp).
+    launch(device, compiled_kernel<typename dispatched<reg>::template kernel<Op, Device, T>>{o}, inputs, outputs, st,
+           [](status&) {});
   } else {
     launch(device, compiled_kernel<kernel_type>{o}, inputs, outputs, st, [](status&) {});
   }
