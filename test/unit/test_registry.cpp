@@ -119,6 +119,10 @@ TEMPLATE_LIST_TEST_CASE("dispatched<>: a static session runs the table's kernels
                                 tf::detail::dispatched_kernel<tf::default_registry, matmul_kernel, float>>);
   STATIC_REQUIRE(tf::packs_operand<tf::dispatched<>::kernel<tf::ops::matmul, TestType, float>>);
   STATIC_REQUIRE(!tf::packs_operand<tf::dispatched<>::kernel<tf::ops::softmax, TestType, float>>);
+  // What the parallel executor reads of a kernel is the kernel's own (is_expensive, specialisations included).
+  STATIC_REQUIRE(tf::is_expensive<tf::dispatched<>::kernel<tf::ops::matmul, TestType, float>> == tf::is_expensive<matmul_kernel>);
+  STATIC_REQUIRE(tf::is_expensive<tf::dispatched<>::kernel<tf::ops::add, TestType, float>> ==
+                 tf::is_expensive<tf::default_registry::kernel<tf::ops::add, TestType, float>>);
   using graph = decltype(tf::graph(dy));
   auto device = tf::test::make_device<TestType>();
   tf::session<graph, TestType> compiled(graph{}, device);
