@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -185,4 +186,22 @@ TEST_CASE("dispatched<R>: an op whose name the table gives to another op type ru
   REQUIRE(r.ok());
   const auto y = std::get<0>(*r).values();
   CHECK(std::vector<float>(y.begin(), y.end()) == std::vector<float>{-6, -7, -4});  // relu(x) - 7
+}
+
+TEST_CASE("dispatched_kernel: a table whose entry is not the named kernel is an error naming the op, the device and the dtype",
+          "[registry][dispatched]") {
+  // The default table's relu for f32 is Eigen's, not marked_relu: every run is refused, none runs the other kernel.
+  using wrong = tf::detail::dispatched_kernel<tf::default_registry, user::marked_relu<tf::ops::relu, tf::cpu, float>, float>;
+  tf::cpu device;
+  auto x = tf::tensor::from_values<float>({1, -2, 3});
+  auto y = tf::tensor::from_values<float>({5, 5, 5});
+  REQUIRE((x.ok() && y.ok()));
+  const tf::tensor in[] = {*x};
+  tf::tensor out[] = {*y};
+  tf::kernel_context<tf::cpu> ctx{device, in, out};
+  const tf::status st = wrong::compute(tf::ops::relu{}, ctx);
+  CHECK(st.code() == tf::status_code::internal);
+  CHECK(st.message() == "relu: the dispatch table on " + std::string(device.name()) +
+                            " holds no entry for f32 that is the kernel the registry names");
+  CHECK(*out[0].at<float>(0) == 5.0f);  // untouched
 }

@@ -72,8 +72,8 @@ struct kernel_entry {
 };
 
 // An entry and the op value it runs (the registry's op type for entry->op, behind a pointer):
-// how a runtime graph's node, or an eager call through a table (call<T, dispatched<Registry>>),
-// goes through the launch path (runtime/launch.hpp).
+// how a runtime graph's node goes through the launch path (runtime/launch.hpp). An eager call or a
+// static session through a table names its kernel type instead (registry/dispatched.hpp).
 template <class Device>
 struct table_kernel {
   using device_type = Device;
