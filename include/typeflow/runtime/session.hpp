@@ -71,6 +71,27 @@ template <class... Ts>
 inline constexpr bool is_tuple<std::tuple<Ts...>> = true;
 template <class T>
 inline constexpr bool is_feedable<typed_tensor<T>> = true;
+
+// The first input or variable of Graph with the name of an earlier one of its kind, or Graph::size.
+// Once per graph, not per session type: the sort below is a fifth of a second or more of constant
+// evaluation on a model's few hundred variables, and a program may run a graph on several devices.
+template <class Graph>
+inline constexpr std::size_t same_name_leaf = [] {
+  // Sorted by (kind, name, position), a name's second leaf follows its first: O(n log n)
+  // comparisons, where comparing every pair ran past Clang's constant-evaluation step limit on a
+  // model's few hundred variables.
+  auto leaves = Graph::leaf_positions;
+  std::sort(leaves.begin(), leaves.end(), [](std::size_t a, std::size_t b) {
+    if (Graph::kinds[a] != Graph::kinds[b]) return Graph::kinds[a] < Graph::kinds[b];
+    if (Graph::names[a] != Graph::names[b]) return Graph::names[a] < Graph::names[b];
+    return a < b;
+  });
+  std::size_t first = Graph::size;
+  for (std::size_t i = 1; i < leaves.size(); ++i)
+    if (Graph::kinds[leaves[i - 1]] == Graph::kinds[leaves[i]] && Graph::names[leaves[i - 1]] == Graph::names[leaves[i]])
+      first = std::min(first, leaves[i]);
+  return first;
+}();
 }  // namespace detail
 
 // feed(x, t): the value of input x for one run. t is a typed_tensor<T> (its dtype checked at
@@ -277,8 +298,8 @@ class session {
 
  private:
   explicit session(const group& devices) : devices_(devices), variables_(Graph::num_variables) {
-    static_assert(same_name_leaf() == Graph::size || compile_error<detail::text_constant<[] {
-                    constexpr std::size_t u = same_name_leaf();
+    static_assert(detail::same_name_leaf<Graph> == Graph::size || compile_error<detail::text_constant<[] {
+                    constexpr std::size_t u = detail::same_name_leaf<Graph>;
                     if constexpr (u == Graph::size) return detail::text();
                     else
                       return detail::cat("session: the graph has two ", to_string(Graph::kinds[u]), "s named '",
@@ -290,23 +311,6 @@ class session {
                   "session: inputs and variables must have distinct names");
   }
 
-  // The first input or variable with the name of an earlier one of its kind, or Graph::size.
-  static constexpr std::size_t same_name_leaf() {
-    // Sorted by (kind, name, position), a name's second leaf follows its first: O(n log n)
-    // comparisons, where comparing every pair ran past Clang's constant-evaluation step limit on a
-    // model's few hundred variables.
-    auto leaves = Graph::leaf_positions;
-    std::sort(leaves.begin(), leaves.end(), [](std::size_t a, std::size_t b) {
-      if (Graph::kinds[a] != Graph::kinds[b]) return Graph::kinds[a] < Graph::kinds[b];
-      if (Graph::names[a] != Graph::names[b]) return Graph::names[a] < Graph::names[b];
-      return a < b;
-    });
-    std::size_t first = Graph::size;
-    for (std::size_t i = 1; i < leaves.size(); ++i)
-      if (Graph::kinds[leaves[i - 1]] == Graph::kinds[leaves[i]] && Graph::names[leaves[i - 1]] == Graph::names[leaves[i]])
-        first = std::min(first, leaves[i]);
-    return first;
-  }
   void make_pool(parallel p) {
     auto pool = make_eigen_thread_pool(p.threads, "session: parallel{threads}");
     if (pool.ok()) pool_ = std::move(*pool);
@@ -471,7 +475,7 @@ class session {
     if (!st.ok()) return st;
 
     // A parallel session's steps are its parallel executor's (its state, its release_leaves).
-    using executor = std::conditional_t<Parallel, typename static_parallel_executor<Plan, group, Registry>::steps,
+    using executor = std::conditional_t<Parallel, static_parallel_steps<Plan, group, Registry>,
                                         static_executor<Plan, group, Registry, PlanMemory>>;
     const static_environment env{std::span<const tensor* const>(feeds), &variables_};
     std::array<tensor, sizeof...(Fs)> fetched;

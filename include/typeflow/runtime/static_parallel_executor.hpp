@@ -37,6 +37,13 @@
 
 namespace typeflow {
 
+// The static_executor whose steps a parallel executor runs: no memory plan; small elementwise steps
+// on bare data, in their outputs' own buffers. A name of its own, so that a session names its
+// executor's type without instantiating the parallel executor (its tables and its DAG are compile-time
+// work in proportion to the graph: 2.8 of a 12-layer transformer session's 11 s with Clang 19).
+template <class Plan, class Devices, class Registry>
+using static_parallel_steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false, /*BareData=*/true>;
+
 template <class Plan, static_devices Devices, class Registry>
 class static_parallel_executor {
   using group = device_group_t<Devices>;
@@ -46,9 +53,8 @@ class static_parallel_executor {
   static constexpr std::size_t num_steps = Plan::num_steps;
 
  public:
-  // The steps' data and functions: no memory plan; small elementwise steps on bare data, in their
-  // outputs' own buffers.
-  using steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false, /*BareData=*/true>;
+  // The steps' data and functions.
+  using steps = static_parallel_steps<Plan, Devices, Registry>;
   using state = typename steps::state;
 
   // Runs one step on `pool` and the calling thread; the first error, or ok.
