@@ -16,7 +16,8 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
     expressions ("static graph, ...") and by a graph_builder's build function ("graph_builder, ...");
   - examples/transformer.cpp, the 12-layer transformer encoder, and that model's static graph alone
     in a session on cpu (what a program pays for the model as a type), its kernels compiled in place
-    and from the program's kernel table (tf::dispatched<>), against the same baseline.
+    and from the program's kernel table (tf::dispatched<>), and in sessions on cpu and thread_pool
+    (what a second device costs), against the same baseline.
 Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
 """
@@ -217,24 +218,34 @@ int main() {{
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     # What a program pays for the model as a type: its static graph in one session on cpu, run once,
     # with the kernels compiled in place, and with the kernels of the program's kernel table
-    # (tf::dispatched<>, the table declared extern: registry/dispatched.hpp).
-    for case, extern, registry in (("transformer 12 layers as a static graph, one cpu session", "", ""),
-                                   ("transformer 12 layers as a static graph, one cpu session, kernels from the table",
-                                    "#include <typeflow/registry/extern_kernels.hpp>", ", tf::dispatched<>")):
+    # (tf::dispatched<>, the table declared extern: registry/dispatched.hpp); and in two sessions, on
+    # cpu and on thread_pool: what a second device costs.
+    for case, extern, registry, devices in (
+            ("transformer 12 layers as a static graph, one cpu session", "", "", ["tf::cpu device;"]),
+            ("transformer 12 layers as a static graph, one cpu session, kernels from the table",
+             "#include <typeflow/registry/extern_kernels.hpp>", ", tf::dispatched<>", ["tf::cpu device;"]),
+            ("transformer 12 layers as a static graph, cpu and thread_pool sessions, kernels from the table",
+             "#include <typeflow/registry/extern_kernels.hpp>", ", tf::dispatched<>",
+             ["tf::cpu device;", "tf::thread_pool device(2);"])):
         if not wanted(case):
             continue
-        source = tmp / ("transformer_static_dispatched.cpp" if registry else "transformer_static.cpp")
+        source = tmp / f"transformer_static_{len(devices)}{'_dispatched' if registry else ''}.cpp"
+        runs = "\n".join(f"  {{\n    {d}\n    if (run_once(device) != 0) return 1;\n  }}" for d in devices)
         source.write_text(f"""#include "{root / 'examples' / 'transformer.hpp'}"
 {extern}
 namespace tf = typeflow;
 using model = models::transformer<models::transformer_config{{.layers = 12, .hidden = 256, .heads = 4, .ffn = 1024, .sequence = 128}}>;
-int main() {{
-  tf::cpu device;
-  tf::session<model::built::graph, tf::cpu{registry}> s(model::built::graph{{}}, device);
+template <class Device>
+int run_once(Device& device) {{
+  tf::session<model::built::graph, Device{registry}> s(model::built::graph{{}}, device);
   const model::weights w;
   if (!model::initialize(s, w).ok()) return 1;
   auto r = s.run(tf::feed(model::built::node<"x">, model::input(1)), tf::fetch(model::built::output<0>));
   return r.ok() ? 0 : 1;
+}}
+int main() {{
+{runs}
+  return 0;
 }}
 """)
         report(case, measure(source, reps=1), base, "#include <typeflow/typeflow.hpp>")

@@ -73,8 +73,9 @@ template <class T>
 inline constexpr bool is_feedable<typed_tensor<T>> = true;
 
 // The first input or variable of Graph with the name of an earlier one of its kind, or Graph::size.
-// Once per graph, not per session type: the sort below is a fifth of a second or more of constant
-// evaluation on a model's few hundred variables, and a program may run a graph on several devices.
+// Once per graph, not per session type: a program may run a graph on several devices, and Clang 19
+// evaluated the sort below three times per session, 0.7-0.9 s each on the 12-layer transformer's
+// 193 leaves (-ftime-trace).
 template <class Graph>
 inline constexpr std::size_t same_name_leaf = [] {
   // Sorted by (kind, name, position), a name's second leaf follows its first: O(n log n)

@@ -41,7 +41,7 @@ namespace typeflow {
 // on bare data, in their outputs' own buffers. A name of its own, so that a session names its
 // executor's type without instantiating the parallel executor (its tables and its DAG are compile-time
 // work in proportion to the graph: 2.8 of a 12-layer transformer session's 11 s with Clang 19).
-template <class Plan, class Devices, class Registry>
+template <class Plan, static_devices Devices, class Registry>
 using static_parallel_steps = static_executor<Plan, Devices, Registry, /*PlanMemory=*/false, /*BareData=*/true>;
 
 template <class Plan, static_devices Devices, class Registry>
