@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A kernel looked up for a type that no tensor can hold is rejected by the element_type concept.
 // expect: element_type
+// output: all
 #include <typeflow/typeflow.hpp>
 
 int main() {
