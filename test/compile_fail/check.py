@@ -10,7 +10,8 @@ as silent wrong behaviour or as an unreadable message.
 The message must be in the first error, the one a reader meets first: the case is compiled with
 -Wfatal-errors, so the compiler stops there instead of instantiating the rest of the unit (with GCC
 and the precompiled header, about 1 s a case instead of 2.5). A case whose check reads more than
-that error, the notes after it (`// output: all`, e.g. the concept a candidate did not satisfy) or
+that error, the notes GCC prints after it (`// output: all`, e.g. the concept a candidate did not
+satisfy; Clang keeps a fatal error's notes) or
 every line's length (`// max-line: N`), is compiled without it.
 Under Clang, compile_error prints its message in lines (core/compile_error.hpp); they are joined
 before the check.
