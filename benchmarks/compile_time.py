@@ -19,7 +19,8 @@ Compile time and peak memory (BENCHMARKS.md, "Compile time"), with release flags
     in a session on cpu (what a program pays for the model as a type), its kernels compiled in place
     and from the program's kernel table (tf::dispatched<>), and in sessions on cpu and thread_pool
     (what a second device costs), against the same baseline.
-Each figure is the median of three compilations, measured with /usr/bin/time. --only TEXT measures
+Each figure is the median of three compilations (one for the graphs, the transformer and the unit
+tests), measured with /usr/bin/time. --only TEXT measures
 only the cases whose name contains TEXT (and the baselines).
 """
 import json
@@ -218,9 +219,11 @@ int main() {{
     if wanted(case):
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     # The same file with the garbage-collector flags this project's own build gives GCC (meson.build,
-    # gcc_collector_args): faster for more memory. Not with Clang, which has no such flags.
+    # gcc_collector_args): faster for more memory. GCC only (Clang and the compilers built on it
+    # define __GNUC__ too, and __clang__).
     case = "examples/transformer.cpp with GCC's collector flags (this project's build)"
-    if wanted(case) and "clang" not in subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.lower():
+    predefined = subprocess.run([cxx, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True).stdout
+    if wanted(case) and "__GNUC__" in predefined and "__clang__" not in predefined:
         report(case, measure(root / "examples" / "transformer.cpp", reps=1,
                              extra=["--param=ggc-min-expand=200", "--param=ggc-min-heapsize=1048576"]),
                base, "#include <typeflow/typeflow.hpp>")

@@ -76,12 +76,14 @@ int run(Device& device, std::int64_t batch, Options... options) {
     return 1;
   }
   // The Eigen version runs on a ThreadPoolDevice on either policy, so that the program compiles it
-  // once: on `cpu` a pool of one thread, where Eigen runs every expression and the contraction inline
-  // on the calling thread, as on its DefaultDevice.
+  // once: where the policy has none (`cpu`), a pool of one thread's, on which Eigen runs every
+  // expression and the contraction on the calling thread (the contraction's sequential GEMM, as on
+  // its DefaultDevice).
+  constexpr bool has_pool = std::is_same_v<std::remove_cvref_t<decltype(device.eigen())>, Eigen::ThreadPoolDevice>;
   std::optional<tf::thread_pool> one_thread;
-  if constexpr (!std::is_same_v<Device, tf::thread_pool>) one_thread.emplace(1);
+  if constexpr (!has_pool) one_thread.emplace(1);
   const Eigen::ThreadPoolDevice& eigen_device = [&]() -> const Eigen::ThreadPoolDevice& {
-    if constexpr (std::is_same_v<Device, tf::thread_pool>) return device.eigen();
+    if constexpr (has_pool) return device.eigen();
     else return one_thread->eigen();
   }();
   model::eigen_forward reference(batch);
