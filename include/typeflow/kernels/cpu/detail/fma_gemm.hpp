@@ -101,7 +101,10 @@ struct fma_gemm {
 #endif
   }
 
-  // Floats of b [k, n] packed (depth blocks of kc, panels of 16 columns).
+  // Floats of b [k, n] packed (depth blocks of kc, panels of 16 columns). Every panel row starts a
+  // multiple of 64 bytes past the start of packed b, so packed b on 64-byte aligned memory gives
+  // the AVX-512 kernels one cache line a load; 16 bytes past a line, every load is split over two
+  // (the products 4-14% slower on an AVX-512 Xeon, docs/design.md).
   static std::int64_t packed_b_size(std::int64_t k, std::int64_t n) { return panels(n) * nr * k; }
   // Where depth block `k0` (a multiple of kc) starts in packed b, and panel `j` in it.
   static std::int64_t panel_offset(std::int64_t k, std::int64_t n, std::int64_t k0, std::int64_t j) {
