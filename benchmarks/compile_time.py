@@ -40,6 +40,12 @@ flags = ["-std=c++20", "-O3", "-DNDEBUG", "-march=native", "-DEIGEN_USE_THREADS"
          "-isystem", "/usr/include/eigen3", "-c", "-o", os.devnull]
 
 
+def is_gcc():
+    """Whether the compiler is GCC: Clang and the compilers built on it define __GNUC__ too, and __clang__."""
+    predefined = subprocess.run([cxx, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True).stdout
+    return "__GNUC__" in predefined and "__clang__" not in predefined
+
+
 def measure(source: pathlib.Path, reps: int = 3, extra=()):
     seconds, peaks = [], []
     for _ in range(reps):
@@ -219,11 +225,9 @@ int main() {{
     if wanted(case):
         report(case, measure(root / "examples" / "transformer.cpp", reps=1), base, "#include <typeflow/typeflow.hpp>")
     # The same file with the garbage-collector flags this project's own build gives GCC (meson.build,
-    # gcc_collector_args): faster for more memory. GCC only (Clang and the compilers built on it
-    # define __GNUC__ too, and __clang__).
+    # gcc_collector_args): faster for more memory. GCC only.
     case = "examples/transformer.cpp with GCC's collector flags (this project's build)"
-    predefined = subprocess.run([cxx, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True).stdout
-    if wanted(case) and "__GNUC__" in predefined and "__clang__" not in predefined:
+    if wanted(case) and is_gcc():
         report(case, measure(root / "examples" / "transformer.cpp", reps=1,
                              extra=["--param=ggc-min-expand=200", "--param=ggc-min-heapsize=1048576"]),
                base, "#include <typeflow/typeflow.hpp>")
